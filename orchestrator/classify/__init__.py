@@ -1,0 +1,1 @@
+"""classify layer (see DESIGN.md data flow)."""

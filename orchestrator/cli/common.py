@@ -1,0 +1,54 @@
+"""What several commands share: finding the host, the store, and turning our errors into exit codes."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+
+from orchestrator.config.load import builtin_sim_host, load_hosts
+from orchestrator.config.model import HostConfig
+from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.store import Store, default_db_path
+
+DEFAULT_HOSTS = Path("configs/hosts.yaml")
+
+
+def resolve_host(name: str | None, *, scenario: Path | None, hosts_file: Path | None) -> HostConfig:
+    """The host a command runs on: `sim` is built in; others come from hosts.yaml."""
+    if not name:
+        raise ConfigError("no host given", fix="pass --host NAME (an entry of configs/hosts.yaml, or sim)")
+    hosts_path = hosts_file or DEFAULT_HOSTS
+    hosts = load_hosts(hosts_path) if hosts_path.exists() else {}
+    if name in hosts:
+        host = hosts[name]
+    elif name == "sim":
+        host = builtin_sim_host(str(scenario) if scenario else None)
+    else:
+        known = ", ".join(sorted(hosts)) or "none"
+        raise ConfigError(
+            f"unknown host {name!r} (hosts.yaml has: {known})",
+            file=str(hosts_path),
+            fix=f"add {name!r} to {hosts_path}, or use --host sim",
+        )
+    if scenario is not None:
+        host = dataclasses.replace(host, scenario=str(scenario))
+    return host
+
+
+def open_store(db: Path | None, *, create: bool = True) -> Store:
+    """The result store (--db, else $ORCHESTRATOR_DB, else ./orchestrator.db)."""
+    return Store(db or default_db_path(), create=create)
+
+
+@contextmanager
+def exits_on_error(code: int = 1) -> Iterator[None]:
+    """Print an orchestrator error plainly (file:line: message (fix: ...)) and exit with `code`."""
+    try:
+        yield
+    except OrchestratorError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code) from exc

@@ -1,0 +1,101 @@
+"""`orchestrator run --host H -- <SGLang flags>`: launch and probe one server, print its verdict."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from orchestrator.cli import app
+from orchestrator.cli.common import exits_on_error, open_store, resolve_host
+from orchestrator.config.model import HostConfig, Matrix
+from orchestrator.host.session import HostSession
+from orchestrator.matrix.argv import cell_from_argv
+from orchestrator.settings import Deadlines
+from orchestrator.store.records import RunRecord, SweepRecord, new_sweep_id
+from orchestrator.store.sqlite import Store
+from orchestrator.sweep.execute import RunSettings
+from orchestrator.sweep.runner import SweepHooks, SweepOptions, start_sweep
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def run(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Host from hosts.yaml, or sim.")] = "sim",
+    scenario: Annotated[Path | None, typer.Option(help="Scenario file of the simulated host.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as one JSON object.")] = False,
+    db: Annotated[Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB or ./orchestrator.db).")] = None,
+    hosts_file: Annotated[Path | None, typer.Option("--hosts", help="Hosts inventory.")] = None,
+) -> None:
+    """Launch one SGLang server with the flags after `--`, probe it for real, and print the verdict."""
+    argv = list(ctx.args)
+    console = Console(stderr=as_json)
+    with exits_on_error():
+        host_config = resolve_host(host, scenario=scenario, hosts_file=hosts_file)
+        matrix = one_cell_matrix(host_config, argv)
+        options = SweepOptions(packed=False, settings=RunSettings(Deadlines().with_overrides(host_config.deadlines)))
+        with open_store(db) as store:
+            hooks = SweepHooks(on_event=lambda _c, event, phase: console.print(f"  {phase.value if phase else event}"))
+            sweep_id = start_sweep(store, matrix, host_config, options, hooks)
+            runs = store.runs(sweep_id)
+            payload = run_payload(store, runs[-1])
+    if as_json:
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    print_verdict(console, payload)
+
+
+def one_cell_matrix(host: HostConfig, argv: list[str]) -> Matrix:
+    """A matrix of exactly the given flags (parsed with the host's own grammar)."""
+    session = HostSession.open(host)
+    try:
+        cell = cell_from_argv(argv, session.grammar(None))
+    finally:
+        session.close()
+    text = "# orchestrator run\nflags:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in cell.flags.items())
+    return Matrix(name="run", path="<command line>", text=text, base_flags=dict(cell.flags), axes={})
+
+
+def run_payload(store: Store, run: RunRecord) -> dict[str, Any]:
+    """The verdict of one run, with where its files are (the `--json` output)."""
+    sweep: SweepRecord = store.get_sweep(run.sweep_id)
+    cells = {c.cell_id: c for c in store.get_cells(run.sweep_id)}
+    verdict = run.verdict.to_dict() if run.verdict else {}
+    evidence = run.evidence or {}
+    return {
+        "run_id": run.run_id,
+        "sweep_id": run.sweep_id,
+        "cell_id": run.cell_id,
+        "host": sweep.host,
+        "flags": cells[run.cell_id].flags if run.cell_id in cells else {},
+        **verdict,
+        "ready_s": run.outcome.ready_s if run.outcome else None,
+        "probes": [p.to_dict() for p in run.outcome.probes] if run.outcome else [],
+        "warnings": evidence.get("warnings", []),
+        "command": run.command,
+        "run_dir": run.run_dir,
+        "log": f"{run.run_dir}/server.log" if run.run_dir else None,
+        "versions": sweep.versions,
+        "took_s": round((run.ended_at or time.time()) - run.started_at, 2),
+    }
+
+
+def print_verdict(console: Console, payload: dict[str, Any]) -> None:
+    """Human output of one run's verdict."""
+    status = payload.get("status", "?")
+    style = {"pass": "green", "fail": "red", "invalid": "yellow"}.get(status, "magenta")
+    console.print(f"[bold {style}]{status}[/]  phase={payload.get('phase')}  category={payload.get('category')}")
+    if payload.get("failed_probe"):
+        console.print(f"failed probe: {payload['failed_probe']}")
+    for probe in payload.get("probes", []):
+        mark = "ok " if probe["ok"] else "FAIL"
+        console.print(f"  {mark} {probe['name']:<11} {probe.get('latency_s') or 0:.2f}s  {probe.get('error') or ''}")
+    if payload.get("root_cause_line"):
+        console.print(f"root cause: {payload['root_cause_line']}", markup=False)
+    if payload.get("reason"):
+        console.print(f"reason: {payload['reason']}", markup=False)
+    console.print(f"run {payload['run_id']} · run dir {payload.get('run_dir')} · log {payload.get('log')}")

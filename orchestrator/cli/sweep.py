@@ -1,0 +1,62 @@
+"""`orchestrator sweep MATRIX`: run every cell, live progress, the pass/fail table at the end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from orchestrator.cli import app
+from orchestrator.cli.common import exits_on_error, open_store, resolve_host
+from orchestrator.config.load import load_matrix
+from orchestrator.config.model import effective_deadlines
+from orchestrator.report.table import render, summary_line, term_table
+from orchestrator.sweep.execute import RunSettings
+from orchestrator.sweep.progress import SweepProgress
+from orchestrator.sweep.runner import SweepHooks, SweepOptions, resume_sweep, start_sweep
+
+
+@app.command()
+def sweep(
+    matrix_path: Annotated[Path, typer.Argument(metavar="MATRIX", help="The matrix YAML file.")],
+    host: Annotated[str | None, typer.Option(help="Host from hosts.yaml, or sim (default: the matrix's).")] = None,
+    scenario: Annotated[Path | None, typer.Option(help="Scenario file of the simulated host.")] = None,
+    db: Annotated[Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB or ./orchestrator.db).")] = None,
+    resume: Annotated[str | None, typer.Option(help="Finish this interrupted sweep instead of starting one.")] = None,
+    serial: Annotated[bool, typer.Option(help="One launch at a time (no GPU packing).")] = False,
+    json_out: Annotated[Path | None, typer.Option(help="Also write the table as JSON here.")] = None,
+    hosts_file: Annotated[Path | None, typer.Option("--hosts", help="Hosts inventory.")] = None,
+) -> None:
+    """Run every cell of a matrix on a host and print the pass/fail table."""
+    console = Console(stderr=False)
+    with exits_on_error():
+        matrix = load_matrix(matrix_path)
+        host_config = resolve_host(host or matrix.host, scenario=scenario, hosts_file=hosts_file)
+        options = SweepOptions(
+            packed=not serial,
+            settings=RunSettings(effective_deadlines(host_config, matrix), matrix.probes),
+            retries=matrix.retries,
+        )
+        with open_store(db) as store, SweepProgress(console) as progress:
+            hooks = SweepHooks(
+                on_plan=progress.on_plan,
+                on_event=progress.on_event,
+                on_result=progress.on_result,
+                on_reattach=lambda run, alive: console.print(
+                    f"resume: run {run.run_id} was in flight; "
+                    + ("re-attaching to it" if alive else "it is gone: its cell runs again")
+                ),
+            )
+            if resume:
+                sweep_id = resume_sweep(store, resume, matrix, host_config, options, hooks)
+            else:
+                sweep_id = start_sweep(store, matrix, host_config, options, hooks)
+            record = store.get_sweep(sweep_id)
+            results = store.cell_results(sweep_id, matrix.retries)
+        console.print(term_table(results, record))
+        console.print(summary_line(results))
+        console.print(f"sweep {sweep_id} · orchestrator table {sweep_id} · orchestrator explain {sweep_id}")
+        if json_out:
+            json_out.write_text(render("json", results, record))

@@ -1,0 +1,38 @@
+"""`orchestrator table [SWEEP] [--format term|md|csv|json] [--db PATH]`: the pass/fail table of a stored sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from orchestrator.cli import app
+from orchestrator.errors import StoreError
+from orchestrator.report.table import TableFormat, render, term_table
+from orchestrator.store import Store, default_db_path
+
+
+@app.command()
+def table(
+    sweep: Annotated[
+        str | None, typer.Argument(help="Sweep id or a unique prefix of one (default: the latest).")
+    ] = None,
+    fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = "term",
+    db: Annotated[
+        Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB, else ./orchestrator.db).")
+    ] = None,
+) -> None:
+    """Print the pass/fail table of a sweep: one row per cell."""
+    try:
+        with Store(db or default_db_path(), create=False) as store:
+            record = store.resolve_sweep(sweep)
+            results = store.cell_results(record.sweep_id)
+    except StoreError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    if fmt == "term":
+        Console().print(term_table(results, record))
+    else:
+        typer.echo(render(fmt, results, record), nl=False)

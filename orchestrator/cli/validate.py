@@ -1,0 +1,82 @@
+"""`orchestrator validate MATRIX [--against HELPFILE | --host H]`: expand and check a matrix, launch nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from orchestrator.cli import app
+from orchestrator.cli.common import exits_on_error, resolve_host
+from orchestrator.config.load import load_matrix
+from orchestrator.errors import ConfigError
+from orchestrator.host.session import HostSession
+from orchestrator.matrix.expand import expand
+from orchestrator.matrix.grammar import FlagGrammar
+from orchestrator.matrix.helptext import parse_help
+from orchestrator.sweep.plan import CellPlan, plan_cells
+from orchestrator.sweep.preflight import run_preflight
+
+
+@app.command()
+def validate(
+    matrix_path: Annotated[Path, typer.Argument(metavar="MATRIX", help="The matrix YAML file.")],
+    against: Annotated[
+        Path | None, typer.Option(help="A saved `--help` output of the SGLang release to check against.")
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="Check against this host's installed SGLang (preflight).")] = None,
+    scenario: Annotated[Path | None, typer.Option(help="Scenario file of the simulated host.")] = None,
+    hosts_file: Annotated[Path | None, typer.Option("--hosts", help="Hosts inventory.")] = None,
+    strict: Annotated[bool, typer.Option(help="Exit 1 when any cell is invalid.")] = False,
+) -> None:
+    """Expand a matrix and check every cell against an SGLang release's flags; launches nothing."""
+    console = Console()
+    with exits_on_error():
+        matrix = load_matrix(matrix_path)
+        cells = expand(matrix)
+        gpus = 1 << 16
+        if against is not None:
+            grammar = _grammar_from_file(against)
+            plans = plan_cells(cells, lambda _install: grammar, gpus)
+            source = f"{against} ({grammar.prog})"
+        elif host is not None:
+            host_config = resolve_host(host, scenario=scenario, hosts_file=hosts_file)
+            session = HostSession.open(host_config)
+            try:
+                preflight = run_preflight(session, cells, check_gpus=False)
+            finally:
+                session.close()
+            plans = preflight.plans
+            source = f"host {host_config.name} ({', '.join(f'{k} {v}' for k, v in preflight.versions.items() if v)})"
+        else:
+            plans = [CellPlan(c, ()) for c in cells]
+            source = "nothing (flags unchecked: pass --against HELPFILE or --host H)"
+    invalid = [p for p in plans if not p.ok]
+    table = Table(title=f"{matrix.name}: {len(plans)} cells, checked against {source}")
+    table.add_column("cell")
+    table.add_column("flags")
+    table.add_column("check")
+    for plan in plans:
+        check = "[green]ok[/]" if plan.ok else f"[yellow]invalid[/]: {plan.reason}"
+        table.add_row(plan.cell.cell_id, plan.cell.label, check)
+    console.print(table)
+    console.print(f"{len(plans) - len(invalid)} valid, {len(invalid)} invalid")
+    if strict and invalid:
+        raise typer.Exit(1)
+
+
+def _grammar_from_file(path: Path) -> FlagGrammar:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the help file: {exc.strerror}", file=str(path)) from exc
+    if "usage:" not in text:
+        raise ConfigError(
+            "this is not SGLang's --help output (no 'usage:' line)",
+            file=str(path),
+            fix="save it with: python -m sglang.launch_server --help > FILE",
+        )
+    return parse_help(text)

@@ -1,0 +1,1 @@
+"""config layer (see DESIGN.md data flow)."""

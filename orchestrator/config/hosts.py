@@ -1,0 +1,185 @@
+"""Load hosts.yaml into frozen `HostConfig`s; `builtin_sim_host` is `--host sim` without one.
+
+Each host is validated on its own, so one broken entry does not hide the problems of
+the others, and every problem of the file is reported at once with its line.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from orchestrator.config.checks import DEADLINE_NAMES, as_mapping, env_names, known_keys
+from orchestrator.config.diagnostics import error_at, from_pydantic
+from orchestrator.config.model import DEFAULT_LAUNCHER, HostConfig, InstallConfig, Transport
+from orchestrator.config.schema import HostEntry, InstallEntry
+from orchestrator.config.yamlpos import LoadedYaml, YamlPath, load_yaml
+from orchestrator.errors import ConfigError, ConfigErrors
+
+HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_SSH = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?P<host>\[[^\]\s]+\]|[^:@\s\[\]]+)(?::(?P<port>\d+))?$")
+_SSH_ONLY = ("known_hosts", "identity_file", "accept_new_host_keys")
+
+SIM_LAUNCHER = f"{shlex.quote(sys.executable)} -m orchestrator.sim"
+SIM_WORKDIR = str(Path(tempfile.gettempdir()) / "orchestrator-sim")
+SIM_DEADLINES: dict[str, float] = {
+    "model_load": 20.0,
+    "memory_alloc": 10.0,
+    "cuda_graph_capture": 10.0,
+    "ready": 40.0,
+    "probe": 15.0,
+    "stop_grace": 3.0,
+    "gpu_release": 10.0,
+}
+"""The simulated host starts in seconds, so a stuck phase should be cut in seconds too."""
+
+
+def builtin_sim_host(scenario: str | None = None) -> HostConfig:
+    """The simulated 8-GPU host behind `--host sim` when hosts.yaml defines no `sim`."""
+    return HostConfig(
+        name="sim",
+        transport="sim",
+        launcher=SIM_LAUNCHER,
+        workdir=SIM_WORKDIR,
+        gpus=8,
+        deadlines=dict(SIM_DEADLINES),
+        python=sys.executable,
+        scenario=str(Path(scenario).expanduser().resolve()) if scenario else None,
+    )
+
+
+def _host_keys(section: YamlPath) -> list[str]:
+    if len(section) == 1:
+        return list(HostEntry.model_fields)
+    return list(InstallEntry.model_fields) if len(section) == 3 and section[1] == "installs" else []
+
+
+def load_hosts(path: str | Path) -> dict[str, HostConfig]:
+    """Read and validate hosts.yaml (name -> host); raises ConfigErrors listing every problem."""
+    doc = load_yaml(path)
+    if doc.data is None:
+        return {}
+    if not isinstance(doc.data, dict):
+        raise error_at(doc, (), "expected a mapping of host name -> settings", "start with `myhost: {ssh: user@host}`")
+    errors: list[ConfigError] = []
+    hosts: dict[str, HostConfig] = {}
+    for name, raw in doc.data.items():
+        if not HOST_NAME.match(str(name)):
+            errors.append(error_at(doc, (name,), f"{name!r} is not a host name", "use letters, digits, '.', '_', '-'"))
+            continue
+        raw = raw if raw is not None else {}
+        errors += _raw_checks(doc, str(name), raw)
+        try:
+            entry = HostEntry.model_validate(raw)
+        except ValidationError as exc:
+            errors += from_pydantic(exc, doc, _host_keys, prefix=(name,))
+            continue
+        problems, host = _host(doc, str(name), entry)
+        errors += problems
+        if host is not None:
+            hosts[str(name)] = host
+    if errors:
+        raise ConfigErrors(sorted(errors, key=lambda e: e.line or 0))
+    return hosts
+
+
+def _raw_checks(doc: LoadedYaml, name: str, raw: object) -> list[ConfigError]:
+    """Checks that need no valid shape, so that they run even where pydantic found errors."""
+    if not isinstance(raw, dict):
+        return []
+    at: YamlPath = (name,)
+    envs: dict[YamlPath, dict[Any, Any]] = {(*at, "env"): as_mapping(raw.get("env"))}
+    for install, spec in as_mapping(raw.get("installs")).items():
+        path: YamlPath = (*at, "installs", install, "env")
+        envs[path] = as_mapping(as_mapping(spec).get("env"))
+    errors = [error for path, env in envs.items() for error in env_names(doc, path, env)]
+    errors += known_keys(doc, (*at, "deadlines"), raw.get("deadlines"), DEADLINE_NAMES)
+    declared = set().union(*envs.values())
+    secrets = raw.get("secrets")
+    for index, secret in enumerate(secrets if isinstance(secrets, list) else []):
+        if secret not in declared:
+            message = f"secrets lists {secret!r}, which no env of host {name!r} sets"
+            errors.append(error_at(doc, (*at, "secrets", index), message, "add it to env:, or fix the name"))
+    return errors
+
+
+def _host(doc: LoadedYaml, name: str, entry: HostEntry) -> tuple[list[ConfigError], HostConfig | None]:
+    at: YamlPath = (name,)
+    errors: list[ConfigError] = []
+    reach_errors, reach = _reach(doc, at, entry)
+    errors += reach_errors
+    sim = reach is not None and reach[0] == "sim"
+    launcher = entry.launcher or (SIM_LAUNCHER if sim else DEFAULT_LAUNCHER)
+    scenario_errors, scenario = _scenario(doc, at, entry.scenario, launcher)
+    errors += scenario_errors
+    if errors or reach is None:
+        return errors, None
+    transport, user, host, port = reach
+    return [], HostConfig(
+        name=name,
+        transport=transport,
+        host=host,
+        port=port,
+        user=user,
+        identity_file=entry.identity_file,
+        known_hosts=entry.known_hosts,
+        accept_new_host_keys=entry.accept_new_host_keys,
+        launcher=launcher,
+        workdir=entry.workdir or (SIM_WORKDIR if sim else "~/orchestrator"),
+        gpus=entry.gpus,
+        env=dict(entry.env),
+        secrets=tuple(entry.secrets),
+        installs={n: InstallConfig(n, spec.launcher, dict(spec.env)) for n, spec in entry.installs.items()},
+        deadlines={**(SIM_DEADLINES if sim else {}), **entry.deadlines},
+        kill_foreign_gpu_holders=entry.kill_foreign_gpu_holders,
+        python=entry.python or (sys.executable if sim else "python3"),
+        port_base=entry.port_base,
+        scenario=scenario,
+    )
+
+
+_Reach = tuple[Transport, str | None, str | None, int | None]
+
+
+def _reach(doc: LoadedYaml, at: YamlPath, entry: HostEntry) -> tuple[list[ConfigError], _Reach | None]:
+    """The transport and, for ssh, user, host and port."""
+    transport = entry.transport or ("ssh" if entry.ssh else None)
+    if transport is None:
+        fix = "add `ssh: user@host:22` (or an ~/.ssh/config alias), or `transport: local`"
+        return [error_at(doc, at, f"host {at[0]!r} does not say how to reach it", fix)], None
+    if transport != "ssh":
+        errors = [
+            error_at(doc, (*at, key), f"{key} only applies to ssh hosts", f"remove {key}:")
+            for key in ("ssh", *_SSH_ONLY)
+            if key in entry.model_fields_set
+        ]
+        return errors, (transport, None, None, None)
+    match = _SSH.match(entry.ssh or "")
+    port = int(match["port"]) if match and match["port"] else None
+    if not match or (port is not None and not 0 < port < 65536):
+        message = f"ssh: {entry.ssh!r} is not user@host[:port] or an ~/.ssh/config alias"
+        where = (*at, "ssh" if entry.ssh else "transport")
+        return [error_at(doc, where, message, "write e.g. `ssh: me@gpu-box:22`")], None
+    return [], (transport, match["user"], match["host"].strip("[]"), port)
+
+
+def _scenario(
+    doc: LoadedYaml, at: YamlPath, scenario: str | None, launcher: str
+) -> tuple[list[ConfigError], str | None]:
+    """The scenario file's absolute path; relative paths are read from the hosts file's folder."""
+    if scenario is None:
+        return [], None
+    folder = Path(doc.file).parent
+    path = (folder / Path(scenario).expanduser()).resolve()
+    if "orchestrator.sim" not in launcher:
+        return [error_at(doc, (*at, "scenario"), "scenario: only applies to a simulated host", "remove it")], None
+    if not path.is_file():
+        message = f"scenario file {path} does not exist (relative paths are read from {folder})"
+        return [error_at(doc, (*at, "scenario"), message, "fix the path")], None
+    return [], str(path)

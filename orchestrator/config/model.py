@@ -1,0 +1,175 @@
+"""Frozen results of loading a matrix file and a hosts file; what the core receives.
+
+pydantic stays in config/schema.py. These are plain dataclasses so that the pure layers
+(matrix expansion, launch planning) never import a validation library. A secret is held
+only as a reference (the name of the orchestrator's own environment variable to read at
+launch time), never as its value, because these objects are stored with every sweep.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from orchestrator.errors import ConfigError, ConfigErrors
+from orchestrator.model import FlagValue
+from orchestrator.settings import Deadlines, ProbeSettings
+
+DEFAULT_LAUNCHER = "python -m sglang.launch_server"
+DEFAULT_MAX_CELLS = 5000
+MASK = "***"
+
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|KEY|CREDENTIAL", re.IGNORECASE)
+
+Transport = Literal["ssh", "local", "sim"]
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """An environment value to read, at launch time, from the orchestrator's variable `name`."""
+
+    name: str
+
+
+EnvValue = str | SecretRef
+"""A literal value, or a reference to a secret held in the orchestrator's environment."""
+
+
+def looks_secret(name: str) -> bool:
+    """Whether an environment variable's name suggests a credential (HF_TOKEN, OPENAI_API_KEY...)."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def masked_env(env: Mapping[str, EnvValue], secret_names: Iterable[str] = ()) -> dict[str, str]:
+    """Names -> values safe to show or store: `***` for secrets and secret-looking names."""
+    marked = set(secret_names)
+    return {
+        name: MASK if isinstance(value, SecretRef) or name in marked or looks_secret(name) else value
+        for name, value in env.items()
+    }
+
+
+def resolve_env(
+    env: Mapping[str, EnvValue], environ: Mapping[str, str], secret_names: Iterable[str] = ()
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Split `env` into (plain, secret) name -> value, reading secret references from `environ`."""
+    marked = set(secret_names)
+    plain: dict[str, str] = {}
+    secrets: dict[str, str] = {}
+    missing: list[ConfigError] = []
+    for name, value in env.items():
+        if isinstance(value, SecretRef):
+            if value.name not in environ:
+                missing.append(
+                    ConfigError(
+                        f"environment variable {value.name} is not set; {name} reads its value from it",
+                        fix=f"export {value.name}=... in the shell that runs the orchestrator",
+                    )
+                )
+                continue
+            secrets[name] = environ[value.name]
+        elif name in marked or looks_secret(name):
+            secrets[name] = value
+        else:
+            plain[name] = value
+    if missing:
+        raise ConfigErrors(missing)
+    return plain, secrets
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A validated matrix file: base flags, axes, GitHub-Actions-style include/exclude, settings."""
+
+    name: str
+    path: str
+    text: str
+    """The YAML exactly as given, stored with the sweep."""
+    host: str | None = None
+    base_flags: dict[str, FlagValue] = field(default_factory=dict)
+    env: dict[str, EnvValue] = field(default_factory=dict)
+    axes: dict[str, list[FlagValue]] = field(default_factory=dict)
+    """Flag name (as written) -> its values, in file order; the first axis varies slowest."""
+    include: list[dict[str, FlagValue]] = field(default_factory=list)
+    exclude: list[dict[str, FlagValue]] = field(default_factory=list)
+    installs: list[str] = field(default_factory=list)
+    """Names of SGLang installs defined on the host; each multiplies the cells (environment axis)."""
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    """The defaults with this file's overrides applied (see `effective_deadlines` for the host's)."""
+    deadline_overrides: dict[str, float] = field(default_factory=dict)
+    probes: ProbeSettings = field(default_factory=ProbeSettings)
+    retries: int = 0
+    max_cells: int = DEFAULT_MAX_CELLS
+
+
+@dataclass(frozen=True)
+class InstallConfig:
+    """One SGLang install on a host: how to launch it and the environment it needs."""
+
+    name: str
+    launcher: str
+    env: dict[str, EnvValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """One entry of hosts.yaml: how to reach the host and how to launch SGLang on it."""
+
+    name: str
+    transport: Transport
+    host: str | None = None
+    """SSH host name, address or ~/.ssh/config alias (transport ssh only)."""
+    port: int | None = None
+    user: str | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    accept_new_host_keys: bool = False
+    launcher: str = DEFAULT_LAUNCHER
+    workdir: str = "~/orchestrator"
+    """Run directories go below it: <workdir>/runs/<run_id>/."""
+    gpus: int = 8
+    env: dict[str, EnvValue] = field(default_factory=dict)
+    secrets: tuple[str, ...] = ()
+    """Names in `env` to treat as secret although they are given literally."""
+    installs: dict[str, InstallConfig] = field(default_factory=dict)
+    deadlines: dict[str, float] = field(default_factory=dict)
+    """Overrides of the default deadlines, in seconds; a matrix's own overrides win."""
+    kill_foreign_gpu_holders: bool = False
+    python: str = "python3"
+    port_base: int = 30000
+    scenario: str | None = None
+    """Scenario file of a simulated host."""
+
+    def launcher_for(self, install: str | None) -> str:
+        """The launcher command for a cell's install (the host's own when None)."""
+        return self._install(install).launcher if install else self.launcher
+
+    def env_for(self, install: str | None) -> dict[str, EnvValue]:
+        """The host's environment, with the install's on top."""
+        return {**self.env, **(self._install(install).env if install else {})}
+
+    def _install(self, name: str) -> InstallConfig:
+        if name not in self.installs:
+            known = ", ".join(sorted(self.installs)) or "none"
+            raise ConfigError(
+                f"host {self.name!r} has no install {name!r} (it has: {known})",
+                fix=f"add installs: {{{name}: {{launcher: ...}}}} to host {self.name!r} in hosts.yaml",
+            )
+        return self.installs[name]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form with secrets masked (what a sweep stores)."""
+        data = {k: v for k, v in vars(self).items() if k not in ("env", "installs")}
+        data["secrets"] = list(self.secrets)
+        data["env"] = masked_env(self.env, self.secrets)
+        data["installs"] = {
+            n: {"launcher": i.launcher, "env": masked_env(i.env, self.secrets)} for n, i in self.installs.items()
+        }
+        return data
+
+
+def effective_deadlines(host: HostConfig, matrix: Matrix) -> Deadlines:
+    """Defaults < the host's overrides < the matrix's overrides."""
+    return Deadlines().with_overrides(host.deadlines).with_overrides(matrix.deadline_overrides)

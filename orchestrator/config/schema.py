@@ -1,0 +1,151 @@
+"""pydantic models of the matrix file and the hosts file: the only pydantic in the package.
+
+They check shape and types; config/load.py adds the checks that need the whole file
+(flag-name spelling, duplicate axes after canonicalisation, exclude keys) and turns every
+error into `file:line: message (fix: ...)`. Custom validators carry their fix in the
+error context under "fix".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, StrictInt, TypeAdapter
+from pydantic_core import PydanticCustomError
+
+from orchestrator.config.model import DEFAULT_MAX_CELLS, EnvValue, SecretRef
+from orchestrator.model import FlagValue
+from orchestrator.settings import ProbeSettings, parse_duration
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def kind_of(value: object) -> str:
+    """A YAML-flavoured name for a value's type, for error messages."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _scalar(value: object) -> FlagValue:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise PydanticCustomError(
+        "scalar",
+        "expected one value (a string, number, true/false or null), got {kind}",
+        {"kind": kind_of(value), "fix": "write a single value, quoted if it contains ': ' or starts with '[' or '{'"},
+    )
+
+
+def _env_value(value: object) -> EnvValue:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, dict) and set(value) == {"secret"} and ENV_NAME.match(str(value["secret"])):
+        return SecretRef(str(value["secret"]))
+    raise PydanticCustomError(
+        "env_value",
+        "expected a string or {secret: NAME}, got {kind}",
+        {"kind": kind_of(value), "fix": 'quote the value ("1", "true"), or write {secret: ORCH_VAR_NAME}'},
+    )
+
+
+def _duration(value: object) -> float:
+    if isinstance(value, (str, int, float)):
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            message = str(exc)
+    else:
+        message = f"not a duration: got {kind_of(value)}"
+    raise PydanticCustomError("duration", "{error}", {"error": message, "fix": "write e.g. 90s, 30m or 1.5h"})
+
+
+Scalar = Annotated[FlagValue, PlainValidator(_scalar)]
+EnvField = Annotated[EnvValue, PlainValidator(_env_value)]
+Duration = Annotated[float, PlainValidator(_duration)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MatrixSection(BaseModel):
+    """`matrix:`: every key but include/exclude is an axis (a flag name -> list of values)."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, list[Scalar]] = Field(init=False)
+
+    include: list[dict[str, Scalar]] = Field(default_factory=list)
+    exclude: list[dict[str, Scalar]] = Field(default_factory=list)
+
+
+class MatrixFile(_Strict):
+    """The whole matrix file."""
+
+    name: str | None = None
+    host: str | None = None
+    flags: dict[str, Scalar] = Field(default_factory=dict)
+    env: dict[str, EnvField] = Field(default_factory=dict)
+    matrix: MatrixSection | None = None
+    installs: list[str] = Field(default_factory=list)
+    deadlines: dict[str, Duration] = Field(default_factory=dict)
+    probes: ProbeSettings = Field(default_factory=ProbeSettings)
+    retries: StrictInt = Field(default=0, ge=0, le=10)
+    max_cells: StrictInt = Field(default=DEFAULT_MAX_CELLS, ge=1)
+
+
+class InstallEntry(_Strict):
+    """One SGLang install of a host (`installs: {after: {launcher: ..., env: ...}}`)."""
+
+    launcher: str
+    env: dict[str, EnvField] = Field(default_factory=dict)
+
+
+class HostEntry(_Strict):
+    """One host of hosts.yaml."""
+
+    ssh: str | None = None
+    transport: Literal["ssh", "local", "sim"] | None = None
+    launcher: str | None = None
+    workdir: str | None = None
+    gpus: StrictInt = Field(default=8, ge=1)
+    env: dict[str, EnvField] = Field(default_factory=dict)
+    secrets: list[str] = Field(default_factory=list)
+    installs: dict[str, InstallEntry] = Field(default_factory=dict)
+    deadlines: dict[str, Duration] = Field(default_factory=dict)
+    kill_foreign_gpu_holders: StrictBool = False
+    known_hosts: str | None = None
+    accept_new_host_keys: StrictBool = False
+    identity_file: str | None = None
+    python: str | None = None
+    port_base: StrictInt = Field(default=30000, ge=1024, le=65000)
+    scenario: str | None = None
+
+
+HOSTS_FILE: TypeAdapter[dict[str, HostEntry]] = TypeAdapter(dict[str, HostEntry])
+
+EXAMPLES: dict[str, str] = {
+    "name": "name: glm5-nvfp4-sm120",
+    "host": "host: blackwell",
+    "flags": "flags: {model-path: /models/GLM-5, tp-size: 8}",
+    "env": 'env: {SGLANG_ENABLE_JIT_DEEPGEMM: "1", HF_TOKEN: {secret: ORCH_HF_TOKEN}}',
+    "matrix": "matrix: {attention-backend: [triton, dsa]}",
+    "installs": "installs: [before, after]",
+    "deadlines": "deadlines: {model_load: 30m, ready: 45m}",
+    "retries": "retries: 1",
+    "max_cells": "max_cells: 5000",
+    "ssh": "ssh: user@gpu-host:22",
+    "transport": "transport: local",
+    "gpus": "gpus: 8",
+    "port_base": "port_base: 30000",
+    "secrets": "secrets: [MY_PRIVATE_URL]",
+    "installs.launcher": "launcher: /opt/sglang-after/bin/python -m sglang.launch_server",
+}
+"""Key -> a correct line to show in the fix of a type error."""

@@ -1,0 +1,1 @@
+"""harvest layer (see DESIGN.md data flow)."""

@@ -1,0 +1,1 @@
+"""host layer (see DESIGN.md data flow)."""

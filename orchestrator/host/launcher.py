@@ -1,0 +1,136 @@
+"""One launch on a host: its run directory, its exact `cmd.sh`, its process group, its stop.
+
+The remote run directory is the truth about a launch (`<workdir>/runs/<run_id>/`): `cmd.sh`,
+`env.masked`, `pid`, `server.log` and, once the server exits by itself, `exit_code`. The store
+records the run before the launch, so after an orchestrator crash `--resume` finds the pid
+here and re-attaches or reaps instead of launching twice.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from orchestrator.transport.base import Transport
+from orchestrator.transport.shell import quote
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Everything needed to start one server, secrets excepted (they are read at launch time)."""
+
+    run_id: str
+    argv: tuple[str, ...]
+    """Launcher words plus SGLang flags in the host's spelling, `--host`/`--port` included."""
+    env: dict[str, str]
+    """Plain (non-secret) environment; CUDA_VISIBLE_DEVICES included."""
+    secret_names: tuple[str, ...]
+    gpus: tuple[int, ...]
+    port: int
+    run_dir: str
+    install: str | None = None
+
+    @property
+    def log_path(self) -> str:
+        """The server's combined stdout and stderr."""
+        return posixpath.join(self.run_dir, "server.log")
+
+    @property
+    def pid_path(self) -> str:
+        """Where the launch wrapper writes its pid (== its process group id)."""
+        return posixpath.join(self.run_dir, "pid")
+
+    @property
+    def exit_code_path(self) -> str:
+        """Written only when the server exits by itself."""
+        return posixpath.join(self.run_dir, "exit_code")
+
+    @property
+    def command_line(self) -> str:
+        """The launch command as a human would type it (every value quoted)."""
+        return " ".join(quote(a) for a in self.argv)
+
+
+def render_cmd_sh(spec: LaunchSpec) -> str:
+    """A standalone script that launches exactly this server; secrets are named, never written."""
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# orchestrator run {spec.run_id}: launches the server exactly as the sweep did.",
+        "# Secrets are not stored here: export them in your environment before running this script.",
+        "set -u",
+    ]
+    for name in spec.secret_names:
+        lines.append(f': "${{{name}:?{name} must be set in the environment (a secret, never written to disk)}}"')
+        lines.append(f"export {name}")
+    for name, value in sorted(spec.env.items()):
+        lines.append(f"export {name}={quote(value)}")
+    lines.append(f"cd {quote(spec.run_dir)} 2>/dev/null || true")
+    lines.append("exec " + spec.command_line)
+    return "\n".join(lines) + "\n"
+
+
+def render_env_masked(spec: LaunchSpec) -> str:
+    """The launch environment with every secret masked, one `NAME=value` a line."""
+    rows = [f"{k}={v}" for k, v in sorted(spec.env.items())]
+    rows += [f"{name}=***" for name in spec.secret_names]
+    return "\n".join(sorted(rows)) + "\n"
+
+
+@dataclass
+class Launch:
+    """A started server: its spec and process group, and when it started."""
+
+    spec: LaunchSpec
+    pgid: int
+    started_at: float = field(default_factory=time.monotonic)
+
+
+class Launcher:
+    """Starts, watches and stops launches on one host through its transport."""
+
+    def __init__(self, transport: Transport):
+        self.transport = transport
+
+    def prepare(self, spec: LaunchSpec) -> None:
+        """Create the run directory with `cmd.sh` and `env.masked` (raises if it cannot be written)."""
+        self.transport.write_file(posixpath.join(spec.run_dir, "cmd.sh"), render_cmd_sh(spec), mode=0o755)
+        self.transport.write_file(posixpath.join(spec.run_dir, "env.masked"), render_env_masked(spec), mode=0o600)
+
+    def start(self, spec: LaunchSpec, secrets: Mapping[str, str]) -> Launch:
+        """Launch `cmd.sh` detached in its own session; the exit status lands in `exit_code`."""
+        self.prepare(spec)
+        cmd_sh = posixpath.join(spec.run_dir, "cmd.sh")
+        # The wrapper shell leads the process group and outlives the server only to record how it
+        # ended; a server stopped by us takes the wrapper with it, so `exit_code` means "died by itself".
+        command = f"bash {quote(cmd_sh)}; echo $? > {quote(spec.exit_code_path)}"
+        pgid = self.transport.start_detached(
+            command, spec.log_path, spec.pid_path, cwd=spec.run_dir, secrets=dict(secrets)
+        )
+        return Launch(spec, pgid)
+
+    def recover(self, spec: LaunchSpec) -> Launch | None:
+        """Re-attach to a launch whose run directory exists (after an orchestrator crash)."""
+        raw = self.transport.read_range(spec.pid_path, 0).decode(errors="replace").strip()
+        if not raw.isdigit():
+            return None
+        return Launch(spec, int(raw))
+
+    def alive(self, launch: Launch) -> bool:
+        """Whether any non-zombie process of the launch is left."""
+        return self.transport.group_alive(launch.pgid)
+
+    def exit_code(self, launch: Launch) -> int | None:
+        """The server's exit status if it exited by itself, else None."""
+        raw = self.transport.read_range(launch.spec.exit_code_path, 0).decode(errors="replace").strip()
+        return int(raw) if raw.lstrip("-").isdigit() else None
+
+    def stop(self, launch: Launch, grace_s: float) -> bool:
+        """SIGTERM the whole process group, SIGKILL after `grace_s`; True if SIGKILL was needed."""
+        return self.transport.kill_group(launch.pgid, grace_s)
+
+
+def run_dir_for(workdir: str, run_id: str) -> str:
+    """`<workdir>/runs/<run_id>` on the host."""
+    return posixpath.join(workdir, "runs", run_id)

@@ -1,0 +1,1 @@
+"""matrix layer (see DESIGN.md data flow)."""

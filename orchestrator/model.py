@@ -1,0 +1,239 @@
+"""The vocabulary of DESIGN.md as small typed values shared by every layer.
+
+Only plain data lives here: no I/O, no parsing. Each layer adds its own richer objects
+(Evidence in harvest/, LaunchSpec in host/), but statuses, phases, categories, probe
+results and verdicts are one vocabulary for the whole tool, the store and the JSON contracts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any, Union
+
+FlagValue = Union[str, int, float, bool, None]
+"""A flag's value as a matrix gives it: True = bare flag, False/None = omitted."""
+
+
+class Status(str, Enum):
+    """What became of one run."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    INVALID = "invalid"
+    INFRA = "infra"
+    SKIPPED = "skipped"
+
+
+class Phase(str, Enum):
+    """Where a launch stopped, in the order a launch goes through them."""
+
+    PREFLIGHT = "preflight"
+    ARG_PARSE = "arg_parse"
+    IMPORT = "import"
+    MODEL_LOAD = "model_load"
+    MEMORY_ALLOC = "memory_alloc"
+    CUDA_GRAPH_CAPTURE = "cuda_graph_capture"
+    WARMUP = "warmup"
+    READY = "ready"
+    GREEDY_DECODE = "greedy_decode"
+    SAMPLED_DECODE = "sampled_decode"
+    CONCURRENT_DECODE = "concurrent_decode"
+    AFTER_DECODE = "after_decode"
+    SHUTDOWN = "shutdown"
+    SERVING = "serving"
+
+    @property
+    def order(self) -> int:
+        """Position in the launch sequence (serving sorts with the decode phases)."""
+        if self is Phase.SERVING:
+            return _PHASE_ORDER.index(Phase.GREEDY_DECODE)
+        return _PHASE_ORDER.index(self)
+
+
+_PHASE_ORDER: list[Phase] = [p for p in Phase if p is not Phase.SERVING]
+
+STARTUP_PHASES: tuple[Phase, ...] = (
+    Phase.ARG_PARSE,
+    Phase.IMPORT,
+    Phase.MODEL_LOAD,
+    Phase.MEMORY_ALLOC,
+    Phase.CUDA_GRAPH_CAPTURE,
+    Phase.WARMUP,
+)
+
+
+class Category(str, Enum):
+    """The fixed failure taxonomy of DESIGN.md (extend only with care)."""
+
+    INVALID_ARGUMENT = "invalid_argument"
+    UNSUPPORTED_CONFIG = "unsupported_config"
+    IMPORT_ERROR = "import_error"
+    CUDA_OOM = "cuda_oom"
+    KV_CACHE_TOO_SMALL = "kv_cache_too_small"
+    CUDA_DEVICE_ASSERT = "cuda_device_assert"
+    NAN_IN_PROBS = "nan_in_probs"
+    ILLEGAL_MEMORY_ACCESS = "illegal_memory_access"
+    NCCL_ERROR = "nccl_error"
+    CUDA_GRAPH_CAPTURE_FAILED = "cuda_graph_capture_failed"
+    KERNEL_NOT_SUPPORTED_ON_ARCH = "kernel_not_supported_on_arch"
+    WEIGHTS_LOAD_ERROR = "weights_load_error"
+    HANG_OR_TIMEOUT = "hang_or_timeout"
+    TOKENIZER_OR_TEMPLATE_ERROR = "tokenizer_or_template_error"
+    PORT_IN_USE = "port_in_use"
+    PROCESS_KILLED = "process_killed"
+    KERNEL_JIT_ERROR = "kernel_jit_error"
+    GPU_MEMORY_IN_USE = "gpu_memory_in_use"
+    WARMUP_REQUEST_FAILED = "warmup_request_failed"
+    WRONG_OUTPUT = "wrong_output"
+    PYTHON_EXCEPTION_OTHER = "python_exception_other"
+    UNKNOWN = "unknown"
+    HEALTHY = "healthy"
+
+
+PROBE_PHASES: dict[str, Phase] = {
+    "greedy": Phase.GREEDY_DECODE,
+    "sampled": Phase.SAMPLED_DECODE,
+    "stream": Phase.SAMPLED_DECODE,
+    "concurrent": Phase.CONCURRENT_DECODE,
+    "alive_after": Phase.AFTER_DECODE,
+}
+"""Probe name -> the phase a failure of that probe is reported in."""
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One probe sent to a ready server and what came back."""
+
+    name: str
+    ok: bool
+    latency_s: float | None = None
+    tokens: int | None = None
+    text_excerpt: str | None = None
+    error: str | None = None
+    request: dict[str, Any] = field(default_factory=dict)
+    timed_out: bool = False
+    wrong_answer: bool = False
+
+    @property
+    def phase(self) -> Phase:
+        """The phase a failure of this probe belongs to."""
+        return PROBE_PHASES.get(self.name, Phase.SERVING)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
+        """Rebuild from `to_dict` output."""
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """What the readiness wait and the probes saw of one launch."""
+
+    reached_ready: bool
+    ready_s: float | None = None
+    probes: tuple[ProbeResult, ...] = ()
+    process_died: bool = False
+    deadline_phase: Phase | None = None
+    """Set when a per-phase deadline expired: the phase the launch was stuck in."""
+    exit_code: int | None = None
+
+    @property
+    def failed_probe(self) -> ProbeResult | None:
+        """The first probe that failed, if any."""
+        return next((p for p in self.probes if not p.ok), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {
+            "reached_ready": self.reached_ready,
+            "ready_s": self.ready_s,
+            "probes": [p.to_dict() for p in self.probes],
+            "process_died": self.process_died,
+            "deadline_phase": self.deadline_phase.value if self.deadline_phase else None,
+            "exit_code": self.exit_code,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProbeOutcome:
+        """Rebuild from `to_dict` output."""
+        return cls(
+            reached_ready=bool(data["reached_ready"]),
+            ready_s=data.get("ready_s"),
+            probes=tuple(ProbeResult.from_dict(p) for p in data.get("probes", [])),
+            process_died=bool(data.get("process_died", False)),
+            deadline_phase=Phase(data["deadline_phase"]) if data.get("deadline_phase") else None,
+            exit_code=data.get("exit_code"),
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The named outcome of one run: status, where it stopped, why, and the line that says so."""
+
+    status: Status
+    phase: Phase | None
+    category: Category
+    root_cause_line: str | None = None
+    reason: str = ""
+    failed_probe: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {
+            "status": self.status.value,
+            "phase": self.phase.value if self.phase else None,
+            "category": self.category.value,
+            "root_cause_line": self.root_cause_line,
+            "reason": self.reason,
+            "failed_probe": self.failed_probe,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        """Rebuild from `to_dict` output."""
+        return cls(
+            status=Status(data["status"]),
+            phase=Phase(data["phase"]) if data.get("phase") else None,
+            category=Category(data["category"]),
+            root_cause_line=data.get("root_cause_line"),
+            reason=data.get("reason", ""),
+            failed_probe=data.get("failed_probe"),
+        )
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One flag combination of a matrix; `cell_id` is stable across sweeps and SGLang versions."""
+
+    cell_id: str
+    flags: dict[str, FlagValue]
+    """Canonical flag names without leading dashes (`attention-backend`), base flags included."""
+    axes: tuple[str, ...] = ()
+    """The flag names that vary across the matrix, in matrix order (what the table shows)."""
+    env: dict[str, str] = field(default_factory=dict)
+    install: str | None = None
+    """Name of the SGLang install (environment axis) this cell runs with, if the matrix has one."""
+
+    @property
+    def label(self) -> str:
+        """A human signature: `attention-backend=triton, kv-cache-dtype=fp8_e4m3`."""
+        parts = [f"{name}={self.flags.get(name)}" for name in self.axes if name in self.flags]
+        if self.install:
+            parts.insert(0, f"install={self.install}")
+        return ", ".join(parts) or self.cell_id
+
+    @property
+    def tp_size(self) -> int:
+        """GPUs this cell needs (SGLang's --tp-size, default 1)."""
+        value = self.flags.get("tp-size", 1)
+        if isinstance(value, bool) or value is None:
+            return 1
+        try:
+            return max(1, int(value))
+        except ValueError:
+            return 1

@@ -1,0 +1,132 @@
+"""Readiness: wait for `/health_generate` 200 while watching the process group and its log.
+
+Each round checks, in this order, that the process group is alive, the new bytes of the log
+(the caller reads them and runs the marker detector), and `/health_generate`; then it sleeps
+only what is left of `poll_interval`. A death or a fatal log line ends the wait at once, so a
+crash is a verdict within about one round, never at a timeout.
+
+A plain loop rather than a tenacity policy (STYLE practice 10 prefers those): the deadline
+that applies moves with the phase the log has reached (each per-phase deadline starts when
+its phase begins), the wait ends with one of four verdicts rather than "gave up", and
+tenacity's `stop_after_delay` reads `time.monotonic` itself, so an injected clock could not
+drive it. The loop takes its clock and sleep instead.
+
+Deadlines: `model_load`, `memory_alloc` and `cuda_graph_capture` each run from when the log
+was first seen in that phase; `ready` runs from the start of the wait. Phases without a
+deadline of their own (import, warm-up) are bounded by `ready` alone. On expiry the phase
+reached is recorded; with no startup marker in the log yet, that is `Phase.IMPORT`, because a
+process that is alive but has printed nothing is still importing (argument errors exit at once).
+Exceptions from the caller's `is_alive` or `poll_log` (a lost SSH connection) are not caught:
+they are infra failures, not the server's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from orchestrator.model import Phase
+from orchestrator.settings import Deadlines
+
+HEALTH_TIMEOUT_S = 1.0
+"""One `/health_generate` poll; short, so a poll never delays noticing a death."""
+
+
+class HealthSource(Protocol):
+    """What the wait needs of the probe client."""
+
+    def health_generate(self, timeout: float = ...) -> int | None:
+        """Status of `/health_generate`, or None when nothing answered."""
+
+
+@dataclass(frozen=True)
+class LogProgress:
+    """What the caller's log reader saw so far: the furthest startup phase and a fatal line."""
+
+    phase: Phase | None = None
+    fatal_line: str | None = None
+
+
+@dataclass(frozen=True)
+class ReadyResult:
+    """How the wait for readiness ended."""
+
+    ready: bool
+    ready_s: float | None = None
+    phase: Phase | None = None
+    """The last phase reached (`Phase.READY` once `/health_generate` answered 200)."""
+    died: bool = False
+    fatal_line: str | None = None
+    deadline_phase: Phase | None = None
+    """Set when a deadline expired: the phase the launch was stuck in."""
+    polls: int = 0
+    """`/health_generate` requests sent."""
+    last_status: int | None = None
+    """The last `/health_generate` status; None when nothing answered (not listening yet)."""
+    elapsed_s: float = 0.0
+
+
+def _phase_limit(deadlines: Deadlines, phase: Phase | None) -> float | None:
+    limits = {
+        Phase.MODEL_LOAD: deadlines.model_load,
+        Phase.MEMORY_ALLOC: deadlines.memory_alloc,
+        Phase.CUDA_GRAPH_CAPTURE: deadlines.cuda_graph_capture,
+    }
+    return limits.get(phase) if phase is not None else None
+
+
+def _further(current: Phase | None, seen: Phase | None) -> Phase | None:
+    if seen is None or (current is not None and current.order >= seen.order):
+        return current
+    return seen
+
+
+def wait_ready(
+    client: HealthSource,
+    *,
+    is_alive: Callable[[], bool],
+    poll_log: Callable[[], LogProgress],
+    deadlines: Deadlines,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    poll_interval: float = 0.25,
+    health_timeout: float = HEALTH_TIMEOUT_S,
+) -> ReadyResult:
+    """Poll until `/health_generate` is 200, the process dies, the log shows a fatal line, or a deadline expires."""
+    if not 0 < poll_interval <= 1.0:
+        raise ValueError(f"poll_interval must be in (0, 1] s, got {poll_interval}")
+    start = clock()
+    phase: Phase | None = None
+    phase_since = start
+    polls = 0
+    status: int | None = None
+
+    def result(**outcome: Any) -> ReadyResult:
+        so_far = ReadyResult(ready=False, phase=phase, polls=polls, last_status=status, elapsed_s=clock() - start)
+        return replace(so_far, **outcome)
+
+    while True:
+        tick = clock()
+        if not is_alive():
+            # The last bytes written before a death usually hold its cause: read them once more.
+            final = poll_log()
+            return result(died=True, phase=_further(phase, final.phase), fatal_line=final.fatal_line)
+        progress = poll_log()
+        reached = _further(phase, progress.phase)
+        if reached is not phase:
+            phase, phase_since = reached, tick
+        if progress.fatal_line is not None:
+            return result(fatal_line=progress.fatal_line)
+        status = client.health_generate(timeout=health_timeout)
+        polls += 1
+        now = clock()
+        if status == 200:
+            return result(ready=True, ready_s=now - start, phase=Phase.READY)
+        limit = _phase_limit(deadlines, phase)
+        if (limit is not None and now - phase_since >= limit) or now - start >= deadlines.ready:
+            return result(deadline_phase=phase or Phase.IMPORT)
+        pause = tick + poll_interval - clock()
+        if pause > 0:
+            sleep(pause)

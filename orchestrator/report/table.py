@@ -1,0 +1,210 @@
+"""The pass/fail table of one sweep as a terminal table, Markdown, CSV or the JSON contract. Pure: strings out.
+
+One row per cell: the values of the matrix's axes, status, phase, category, an excerpt of the root-cause
+line (the reason when the log gave no line), attempts `k/N` (k passes out of N finished runs) and seconds
+to ready. A cell whose runs disagree is `fail` everywhere; the term and md tables add "(flaky)", CSV and
+JSON carry `flaky: true`. The JSON keys up to `ready_s` are a contract relied on by users' scripts.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from orchestrator.model import FlagValue, Status
+from orchestrator.store.records import SweepRecord
+from orchestrator.store.results import CellResult
+
+TableFormat = Literal["term", "md", "csv", "json"]
+FORMATS: tuple[TableFormat, ...] = ("term", "md", "csv", "json")
+
+EXCERPT_CHARS = 80
+MD_MAX_CHARS = 60_000
+"""GitHub refuses comments over 65,536 characters; leave room for the text around the table."""
+
+_STATUS_STYLE = {
+    Status.PASS: "green",
+    Status.FAIL: "red",
+    Status.INVALID: "yellow",
+    Status.INFRA: "magenta",
+    Status.SKIPPED: "dim",
+}
+_LOG_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\]\s*")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
+_ESCAPED_PIPE = "\\|"
+_HEADERS = ("status", "phase", "category", "root cause", "attempts", "ready s")
+
+
+def summary_line(results: Sequence[CellResult]) -> str:
+    """`24 cells: 8 pass, 14 fail (1 flaky), 2 invalid`."""
+    parts = []
+    for status in Status:
+        count = sum(r.status is status for r in results)
+        if count:
+            flaky = sum(r.flaky for r in results) if status is Status.FAIL else 0
+            parts.append(f"{count} {status.value}" + (f" ({flaky} flaky)" if flaky else ""))
+    not_run = sum(r.status is None for r in results)
+    if not_run:
+        parts.append(f"{not_run} not run")
+    noun = "cell" if len(results) == 1 else "cells"
+    return f"{len(results)} {noun}: {', '.join(parts)}" if parts else f"{len(results)} {noun}"
+
+
+def axis_columns(results: Sequence[CellResult]) -> list[str]:
+    """The columns that tell cells apart: `install` when any cell has one, then every axis in matrix order."""
+    names = ["install"] if any(r.cell.install for r in results) else []
+    for result in results:
+        names.extend(a for a in result.cell.axes if a not in names)
+    return names
+
+
+def _axis_value(result: CellResult, name: str) -> FlagValue:
+    return result.cell.install if name == "install" else result.cell.flags.get(name)
+
+
+def _value_text(value: FlagValue, missing: str) -> str:
+    if value is None:
+        return missing
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def status_text(result: CellResult) -> str:
+    """The status as the human tables show it."""
+    if result.status is None:
+        return "unfinished" if result.unfinished_run_id else "not run"
+    return f"{result.status.value} (flaky)" if result.flaky else result.status.value
+
+
+def root_cause_excerpt(result: CellResult, limit: int = EXCERPT_CHARS) -> str:
+    """The root-cause line without its log timestamp, cut to `limit` characters; else the reason."""
+    text = _LOG_PREFIX.sub("", (result.root_cause_line or result.reason).strip())
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _ready_text(result: CellResult) -> str:
+    return "-" if result.ready_s is None else f"{result.ready_s:.1f}"
+
+
+def _human_cells(result: CellResult) -> list[str]:
+    return [
+        status_text(result),
+        result.phase.value if result.phase else "-",
+        result.category.value if result.category else "-",
+        root_cause_excerpt(result),
+        result.attempts_text,
+        _ready_text(result),
+    ]
+
+
+def term_table(results: Sequence[CellResult], sweep: SweepRecord) -> Table:
+    """A rich Table of the sweep, status coloured, the summary as its caption."""
+    axes = axis_columns(results)
+    table = Table(title=f"{sweep.name} · {sweep.sweep_id} on {sweep.host}", caption=summary_line(results))
+    for name in axes:
+        table.add_column(name)
+    for header in _HEADERS:
+        table.add_column(header, justify="right" if header in ("attempts", "ready s") else "left")
+    for result in results:
+        status, *rest = _human_cells(result)
+        style = "dim" if result.status is None else _STATUS_STYLE[result.status]
+        cause = Text(rest[2], style="" if result.root_cause_line else "italic")
+        row: list[str | Text] = [_value_text(_axis_value(result, a), "-") for a in axes]
+        table.add_row(*row, Text(status, style=style), rest[0], rest[1], cause, rest[3], rest[4])
+    return table
+
+
+def render_term(results: Sequence[CellResult], sweep: SweepRecord, width: int = 120, color: bool = False) -> str:
+    """The terminal table as text of the given width (ANSI colours only when `color`)."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, force_terminal=color, color_system="standard" if color else None)
+    console.print(term_table(results, sweep))
+    return buffer.getvalue()
+
+
+def _md_text(text: str) -> str:
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+
+
+def _md_code(text: str) -> str:
+    """A code span that survives any backticks in the text; pipes stay escaped, as GFM tables require."""
+    if not text:
+        return ""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text.replace('|', _ESCAPED_PIPE)}{pad}{fence}"
+
+
+def render_md(results: Sequence[CellResult], sweep: SweepRecord, max_chars: int = MD_MAX_CHARS) -> str:
+    """A GitHub-flavoured Markdown table with a one-line heading, cut short to fit a comment."""
+    axes = axis_columns(results)
+    head = f"**{_md_text(sweep.name)}** `{sweep.sweep_id}` on `{sweep.host}`: {summary_line(results)}"
+    lines = [head, "", "| " + " | ".join([*map(_md_text, axes), *_HEADERS]) + " |"]
+    lines.append("|" + "---|" * len(axes) + "---|---|---|---|--:|--:|")
+    used = sum(len(line) + 1 for line in lines)
+    for shown, result in enumerate(results):
+        status, phase, category, cause, attempts, ready = _human_cells(result)
+        values = [_md_text(_value_text(_axis_value(result, a), "-")) for a in axes]
+        cause = _md_code(cause) if result.root_cause_line else _md_text(cause)
+        line = "| " + " | ".join([*values, f"**{status}**", phase, category, cause, attempts, ready]) + " |"
+        if used + len(line) + 1 > max_chars:
+            lines.append(f"\n… {len(results) - shown} more cells not shown (use `--format csv` for all).")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines) + "\n"
+
+
+def _csv_value(value: Any) -> str:
+    return _value_text(value, "") if value is None or isinstance(value, bool) else str(value)
+
+
+def render_csv(results: Sequence[CellResult], sweep: SweepRecord) -> str:
+    """One CSV row per cell: axis columns, then the verdict with the full root-cause line."""
+    axes = axis_columns(results)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    fixed = ["cell_id", "status", "phase", "category", "root_cause_line", "attempts", "ready_s", "flaky", "run_id"]
+    writer.writerow([*axes, *fixed])
+    for result in results:
+        entry = result.to_dict()
+        values = [_value_text(_axis_value(result, a), "") for a in axes]
+        writer.writerow([*values, *(_csv_value(entry[k]) for k in fixed)])
+    return buffer.getvalue()
+
+
+def table_json(results: Sequence[CellResult], sweep: SweepRecord) -> dict[str, Any]:
+    """The JSON contract: sweep_id, host, versions, cells[] (extra keys after those)."""
+    return {
+        "sweep_id": sweep.sweep_id,
+        "host": sweep.host,
+        "versions": dict(sweep.versions),
+        "cells": [r.to_dict() for r in results],
+        "name": sweep.name,
+        "status": sweep.status,
+        "started_at": sweep.started_at,
+        "ended_at": sweep.ended_at,
+        "summary": summary_line(results),
+    }
+
+
+def render_json(results: Sequence[CellResult], sweep: SweepRecord) -> str:
+    """The JSON contract as indented text."""
+    return json.dumps(table_json(results, sweep), indent=2) + "\n"
+
+
+def render(fmt: TableFormat, results: Sequence[CellResult], sweep: SweepRecord, width: int = 120) -> str:
+    """The table in one of FORMATS."""
+    if fmt == "term":
+        return render_term(results, sweep, width)
+    return {"md": render_md, "csv": render_csv, "json": render_json}[fmt](results, sweep)

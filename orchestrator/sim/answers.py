@@ -1,0 +1,98 @@
+"""The simulated model: right answers to a few known prompts, plausible text otherwise.
+
+Greedy decoding (temperature 0) is deterministic: the same prompt always gives the same text. Sampling
+(temperature > 0) draws from its own seeded generator, so answers vary in wording but stay correct.
+`garbage` answers are what a broken kernel produces: fluent-looking junk that never holds the right answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+
+_PIECE = re.compile(r"\s*[\w']+|\s*[^\w\s]|\s+")
+_ARITHMETIC = re.compile(r"(-?\d+)\s*([-+*x×])\s*(-?\d+)")
+_FACTS = (
+    (re.compile(r"capital (city )?of france", re.I), "Paris", "the capital of France"),
+    (re.compile(r"capital (city )?of japan", re.I), "Tokyo", "the capital of Japan"),
+    (re.compile(r"capital (city )?of germany", re.I), "Berlin", "the capital of Germany"),
+    (re.compile(r"capital (city )?of italy", re.I), "Rome", "the capital of Italy"),
+    (re.compile(r"largest planet", re.I), "Jupiter", "the largest planet in the solar system"),
+)
+_WORDS = (
+    "the system", "a model", "this approach", "the result", "each layer", "the server", "a request", "the answer",
+    "careful measurement", "the next step", "an example", "the data", "this question", "a simple rule",
+)
+_VERBS = ("depends on", "shows", "improves", "describes", "follows from", "changes", "supports", "explains")
+_JUNK = (" the", " the", "!!", " ocument", " ,", "\u00e9", " onic", " Lyon", "\u7684", " quand", " ____", " ;")
+EOS_TOKEN = 151329
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Generated text and how generation ended."""
+
+    text: str
+    completion_tokens: int
+    finish: str
+    """`stop` (end of sequence) or `length` (max_new_tokens reached)."""
+
+
+def count_tokens(text: str) -> int:
+    """Roughly what a BPE tokenizer would count."""
+    return max(1, len(_PIECE.findall(text)))
+
+
+def split_tokens(text: str) -> list[str]:
+    """The text cut into token-sized pieces whose concatenation is the text."""
+    return _PIECE.findall(text)
+
+
+def generate(prompt: str, *, max_new_tokens: int, temperature: float, seed: int | None, garbage: bool) -> Answer:
+    """The model's continuation of `prompt` (a completion prompt or a chat question)."""
+    greedy = temperature <= 0
+    rng = random.Random(_digest(prompt) if greedy else (seed if seed is not None else random.getrandbits(64)))
+    if garbage:
+        text = "".join(rng.choice(_JUNK) for _ in range(max(1, min(max_new_tokens, 24))))
+    else:
+        text = _known(prompt, greedy, rng) or _plausible(rng)
+    pieces = split_tokens(text)
+    if len(pieces) > max_new_tokens:
+        return Answer("".join(pieces[:max_new_tokens]), max_new_tokens, "length")
+    return Answer(text, len(pieces), "length" if garbage else "stop")
+
+
+def _known(prompt: str, greedy: bool, rng: random.Random) -> str | None:
+    completion = not prompt.rstrip().endswith("?")
+    arithmetic = _ARITHMETIC.search(prompt)
+    if arithmetic:
+        a, op, b = int(arithmetic.group(1)), arithmetic.group(2), int(arithmetic.group(3))
+        result = a + b if op == "+" else a - b if op == "-" else a * b
+        shown = "*" if op in "x×" else op
+        if completion and prompt.rstrip().endswith("="):
+            return f" {result}"
+        options = [f"{a} {shown} {b} = {result}.", f"The answer is {result}.", f"{a} {shown} {b} equals {result}."]
+        return options[0] if greedy else rng.choice(options)
+    for pattern, answer, subject in _FACTS:
+        if pattern.search(prompt):
+            if completion and not greedy and rng.random() < 0.5:
+                return f" {answer}, which is {subject}."
+            if completion:
+                return f" {answer}. It is {subject} and one of the most visited places in the world."
+            options = [f"{subject[0].upper()}{subject[1:]} is {answer}.", f"{answer} is {subject}."]
+            return options[0] if greedy else rng.choice(options)
+    return None
+
+
+def _plausible(rng: random.Random) -> str:
+    sentences = []
+    for _ in range(rng.randint(2, 4)):
+        subject, verb, obj = rng.choice(_WORDS), rng.choice(_VERBS), rng.choice(_WORDS)
+        sentences.append(f"{subject[0].upper()}{subject[1:]} {verb} {obj}.")
+    return " " + " ".join(sentences)
+
+
+def _digest(prompt: str) -> int:
+    return int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:8], "big")

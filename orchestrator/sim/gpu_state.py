@@ -1,0 +1,165 @@
+"""Which process holds which simulated GPU, kept as small files in a state directory.
+
+Stdlib only and free of package imports: the fake `nvidia-smi` loads this file by path with whatever
+python3 the host has. Every holder writes `hold-<pid>.json`. A holder that dies, even by SIGKILL, stops
+counting because readers check that its pid is alive, not a zombie, and still has the start time it had
+when it wrote the file (so a recycled pid does not inherit a dead holder's GPUs).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+STATE_ENV = "ORCH_SIM_GPU_STATE"
+GPUS_ENV = "ORCH_SIM_GPUS"
+CONFIG_FILE = "config.json"
+DEFAULT_GPUS = 8
+DEFAULT_NAME = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+DEFAULT_MEMORY_MIB = 97887
+DEFAULT_COMPUTE_CAP = "12.0"
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One simulated GPU."""
+
+    index: int
+    uuid: str
+    name: str
+    memory_total_mib: int
+    compute_cap: str
+
+
+@dataclass(frozen=True)
+class Holding:
+    """Memory one live process holds on one GPU."""
+
+    pid: int
+    gpu: int
+    memory_mib: int
+    server_pid: int
+    process_name: str
+
+
+def state_dir() -> Path:
+    """The state directory named by ORCH_SIM_GPU_STATE (created if missing), else a per-user default."""
+    raw = os.environ.get(STATE_ENV) or os.path.join(tempfile.gettempdir(), f"orchestrator-sim-gpus-{os.getuid()}")
+    path = Path(raw)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def read_config(state: Path) -> dict[str, Any]:
+    """The host description written by whoever set the state directory up ({} if none)."""
+    try:
+        data = json.loads((state / CONFIG_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_config(
+    state: Path, *, gpus: int, name: str, memory_mib: int, compute_cap: str, overwrite: bool = False
+) -> None:
+    """Describe the simulated host's GPUs; an existing description wins unless `overwrite`."""
+    path = state / CONFIG_FILE
+    if path.exists() and not overwrite:
+        return
+    _write_atomic(path, {"gpus": gpus, "name": name, "memory_mib": memory_mib, "compute_cap": compute_cap})
+
+
+def gpus(state: Path) -> list[Gpu]:
+    """The GPUs of the simulated host: count from the config file, else ORCH_SIM_GPUS, else 8."""
+    config = read_config(state)
+    count = int(config.get("gpus") or os.environ.get(GPUS_ENV) or DEFAULT_GPUS)
+    name = str(config.get("name") or DEFAULT_NAME)
+    memory = int(config.get("memory_mib") or DEFAULT_MEMORY_MIB)
+    cap = str(config.get("compute_cap") or DEFAULT_COMPUTE_CAP)
+    # UUIDs derive from the state directory so that two simulated hosts never share one.
+    anchor = str(state.resolve())
+    return [Gpu(i, f"GPU-{uuid.uuid5(uuid.NAMESPACE_URL, f'{anchor}#{i}')}", name, memory, cap) for i in range(count)]
+
+
+def hold(state: Path, memory_by_gpu: dict[int, int], *, server_pid: int | None = None, name: str = "python") -> None:
+    """Record (or update) what the calling process holds: GPU index -> MiB."""
+    pid = os.getpid()
+    record = {
+        "pid": pid,
+        "start": _start_time(pid),
+        "server_pid": server_pid if server_pid is not None else pid,
+        "name": name,
+        "gpus": {str(gpu): mib for gpu, mib in memory_by_gpu.items()},
+    }
+    _write_atomic(state / f"hold-{pid}.json", record)
+
+
+def release(state: Path) -> None:
+    """Forget what the calling process holds."""
+    try:
+        (state / f"hold-{os.getpid()}.json").unlink()
+    except FileNotFoundError:
+        pass
+
+
+def holdings(state: Path) -> list[Holding]:
+    """What live processes hold, by GPU then pid; files of dead holders are removed on the way."""
+    found: list[Holding] = []
+    for path in state.glob("hold-*.json"):
+        try:
+            record = json.loads(path.read_text())
+            pid = int(record["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if record.get("start") is None or _start_time(pid) != record.get("start"):
+            _unlink_quietly(path)
+            continue
+        for gpu, mib in record.get("gpus", {}).items():
+            found.append(Holding(pid, int(gpu), int(mib), int(record.get("server_pid", pid)), str(record.get("name"))))
+    return sorted(found, key=lambda h: (h.gpu, h.pid))
+
+
+def next_launch(state: Path) -> int:
+    """Count one more launch on this simulated host and return its number (1, 2, ...)."""
+    with open(state / "launches", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        text = handle.read().strip()
+        number = (int(text) if text.isdigit() else 0) + 1
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{number}\n")
+    return number
+
+
+def _start_time(pid: int) -> str | None:
+    """The pid's start time from /proc, or None when it is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses; the fields after the last ')' do not.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    if len(fields) < 20 or fields[0] in ("Z", "X"):
+        return None
+    return fields[19]
+
+
+def _write_atomic(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass

@@ -1,0 +1,203 @@
+"""One scheduler rank of the simulated server: a child process holding one GPU, like SGLang's schedulers.
+
+Started by the main process as `python -m orchestrator.sim.rank --control-fd N`; its first line on that
+socket is its RankConfig. It walks through the startup phases, logging SGLang's markers with its ` TPi` tag,
+holds its GPU in the state directory, says `ready`, then waits for commands. A failure prints the kind's text
+as `Scheduler hit an exception: Traceback ...` and sends SIGQUIT to the main process, as SGLang's
+`run_scheduler_process` does. When the main process goes away the rank follows it (SGLang sets
+PR_SET_PDEATHSIG), unless it is meant to linger after a shutdown that hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, NoReturn
+
+from orchestrator.sim import gpu_state
+from orchestrator.sim.failures import Context, scheduler_failure
+from orchestrator.sim.logfmt import LogWriter, fmt, rank_tag
+from orchestrator.sim.memory import CONTEXT_GIB, MemoryPlan
+
+STARTUP_PHASES = ("import", "model_load", "memory_alloc", "cuda_graph_capture")
+
+
+@dataclass(frozen=True)
+class RankConfig:
+    """Everything one rank needs to play its part."""
+
+    rank: int
+    tp_size: int
+    gpu: int
+    server_pid: int
+    state_dir: str
+    timing: dict[str, float]
+    memory: dict[str, Any]
+    arch: str
+    context_len: int
+    cuda_graph_bs: list[int]
+    """Empty when CUDA graphs are disabled."""
+    chunked_prefill_size: int
+    failure: dict[str, Any] | None
+    """The startup failure: phase, kind, the rank that reports it, and its failures.Context."""
+    linger: bool = False
+
+    def to_json(self) -> str:
+        """One line for the control socket."""
+        return json.dumps(asdict(self))
+
+
+class Rank:
+    """The running rank."""
+
+    def __init__(self, config: RankConfig, control: socket.socket) -> None:
+        self.config = config
+        self.control = control
+        self.memory = MemoryPlan.from_dict(config.memory)
+        self.log = LogWriter(rank_tag(config.rank, config.tp_size))
+        self.state = Path(config.state_dir)
+        self._send_lock = threading.Lock()
+
+    def run(self, commands: Any) -> NoReturn:
+        """Start up, report ready, then serve commands until told to fail or the main process goes."""
+        signal.signal(signal.SIGTERM, signal.SIG_IGN if self.config.linger else self._on_sigterm)
+        self._hold(CONTEXT_GIB)
+        threading.Thread(target=self._read_commands, args=(commands,), daemon=True).start()
+        self._startup()
+        self._send({"event": "ready"})
+        _block()
+
+    def _startup(self) -> None:
+        timing, mem, log = self.config.timing, self.memory, self.log
+        time.sleep(timing["import_s"])
+        self._checkpoint("import")
+        log.info("Init torch distributed begin.")
+        time.sleep(timing["init_s"])
+        log.info(f"Init torch distributed ends. mem usage={CONTEXT_GIB:.2f} GB")
+        avail = mem.total_gib - CONTEXT_GIB
+        log.info(f"Load weight begin. avail mem={avail:.2f} GB")
+        time.sleep(timing["load_weights_s"])
+        self._checkpoint("model_load")
+        self._hold(CONTEXT_GIB + mem.weights_gib)
+        avail -= mem.weights_gib
+        log.info(
+            f"Load weight end. type={self.config.arch}, dtype=torch.bfloat16, avail mem={avail:.2f} GB, "
+            f"mem usage={mem.weights_gib:.2f} GB."
+        )
+        time.sleep(timing["memory_alloc_s"])
+        self._checkpoint("memory_alloc")
+        self._hold(CONTEXT_GIB + mem.weights_gib + mem.kv_gib)
+        avail -= mem.kv_gib
+        log.info(
+            f"Using KV cache dtype: {mem.kv_dtype}",
+            f"KV Cache is allocated. #tokens: {mem.tokens}, K size: {mem.kv_gib / 2:.2f} GB, "
+            f"V size: {mem.kv_gib / 2:.2f} GB",
+            f"Memory pool end. avail mem={avail:.2f} GB",
+        )
+        if self.config.cuda_graph_bs:
+            self._capture_graphs(avail)
+            avail -= mem.graph_gib
+        if self.config.rank == 0:
+            log.info(
+                f"max_total_num_tokens={mem.tokens}, chunked_prefill_size={self.config.chunked_prefill_size}, "
+                f"max_prefill_tokens=16384, max_running_requests={min(4096, max(1, mem.tokens // 256))}, "
+                f"context_len={self.config.context_len}, available_gpu_mem={avail:.2f} GB"
+            )
+
+    def _capture_graphs(self, avail: float) -> None:
+        sizes = self.config.cuda_graph_bs
+        self.log.info(f"Capture cuda graph begin. This can take up to several minutes. avail mem={avail:.2f} GB")
+        self.log.info(f"Capture cuda graph bs {sizes}")
+        seconds = self.config.timing["capture_cuda_graph_s"]
+        time.sleep(seconds)
+        self._checkpoint("cuda_graph_capture")
+        left = avail - self.memory.graph_gib
+        if self.config.rank == 0:
+            bar = "\u2588" * 40
+            self.log.raw(
+                f"Capturing batches (bs=1 avail_mem={left:.2f} GB): 100%|{bar}| {len(sizes)}/{len(sizes)} "
+                f"[00:00<00:00, {len(sizes) / max(seconds, 0.01):.2f}it/s]"
+            )
+        self._hold(CONTEXT_GIB + self.memory.weights_gib + self.memory.kv_gib + self.memory.graph_gib)
+        self.log.info(
+            f"Capture cuda graph end. Time elapsed: {seconds:.2f} s. mem usage={self.memory.graph_gib:.2f} GB. "
+            f"avail mem={left:.2f} GB."
+        )
+
+    def _checkpoint(self, phase: str) -> None:
+        failure = self.config.failure
+        if failure is None or failure["phase"] != phase:
+            return
+        if failure["rank"] != self.config.rank:
+            _block()  # the other ranks wait in a collective that never completes
+        self.fail(failure["kind"], phase, Context.from_dict(failure["ctx"]))
+
+    def fail(self, kind: str, phase: str, ctx: Context) -> NoReturn:
+        """Die the way `kind` dies; the main process brings the rest of the server down."""
+        if kind == "hang":
+            _block()
+        if kind == "process_killed":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if kind == "unknown":
+            self._exit(1)
+        text = scheduler_failure(kind, phase, Context(**{**ctx.to_dict(), "pid": os.getpid(), "gpu": self.config.gpu}))
+        head = fmt(f"Scheduler hit an exception: {text.traceback[0]}", self.log.tag)
+        self.log.raw(*text.before, head, *text.traceback[1:])
+        try:
+            os.kill(self.config.server_pid, signal.SIGQUIT)
+        except ProcessLookupError:
+            self._exit(1)
+        time.sleep(10)  # the main process kills every rank on SIGQUIT; this only bounds a lost signal
+        self._exit(1)
+
+    def _read_commands(self, commands: Any) -> None:
+        for line in commands:
+            command = json.loads(line)
+            if command.get("op") == "fail":
+                self.fail(command["kind"], command["phase"], Context.from_dict(command["ctx"]))
+        if not self.config.linger:
+            self._exit(0)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        with self._send_lock:
+            try:
+                self.control.sendall(json.dumps(message).encode() + b"\n")
+            except OSError:
+                self._exit(0)
+
+    def _hold(self, gib: float) -> None:
+        name = f"sglang::scheduler_TP{self.config.rank}"
+        gpu_state.hold(self.state, {self.config.gpu: int(gib * 1024)}, server_pid=self.config.server_pid, name=name)
+
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        self._exit(0)
+
+    def _exit(self, code: int) -> NoReturn:
+        gpu_state.release(self.state)
+        os._exit(code)
+
+
+def _block() -> NoReturn:
+    while True:
+        time.sleep(3600)
+
+
+def main(argv: list[str]) -> None:
+    """Entry point: read the config from the control socket and run the rank."""
+    fd = int(argv[argv.index("--control-fd") + 1])
+    control = socket.socket(fileno=fd)
+    commands = control.makefile("r", encoding="utf-8")
+    config = RankConfig(**json.loads(commands.readline()))
+    Rank(config, control).run(commands)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,211 @@
+"""What the store keeps: a sweep, the cells it was given, each run of a cell, and a cell's runs summed up.
+
+Rows are plain dicts keyed by column name; dict-valued fields travel as JSON text. Every value is
+scrubbed of secrets on its way into a row (store/secrets.py), and a cell keeps only the *names* of
+its environment variables: the values a run used, masked, are on the run (`env_masked`).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from orchestrator.errors import StoreError
+from orchestrator.model import Cell, ProbeOutcome, Verdict
+from orchestrator.store.secrets import MASK, scrub, scrub_text
+
+SweepStatus = Literal["running", "done", "interrupted"]
+RunState = Literal["pending", "launched", "done", "abandoned"]
+SWEEP_STATUSES: tuple[SweepStatus, ...] = ("running", "done", "interrupted")
+RUN_STATES: tuple[RunState, ...] = ("pending", "launched", "done", "abandoned")
+UNFINISHED_STATES: tuple[RunState, ...] = ("pending", "launched")
+
+
+def new_sweep_id(now: float | None = None) -> str:
+    """A readable id that sorts by start time (UTC): `s-20261202-153012-ab12`."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
+    return f"s-{stamp}-{secrets.token_hex(2)}"
+
+
+def new_run_id() -> str:
+    """A short unique run id: `r-` and 10 hex digits."""
+    return f"r-{secrets.token_hex(5)}"
+
+
+def _to_json(value: Any) -> str:
+    return json.dumps(scrub(value), separators=(",", ":"))
+
+
+def _from_json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _checked(value: str, allowed: tuple[str, ...], what: str) -> str:
+    if value not in allowed:
+        raise StoreError(f"unexpected {what} {value!r} in the store (expected one of {', '.join(allowed)})")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepRecord:
+    """One run of a matrix on a host: the matrix as given, the host's facts and versions, the settings used."""
+
+    sweep_id: str
+    name: str
+    host: str
+    matrix_yaml: str
+    """The matrix file's text as given (secret-looking values masked)."""
+    matrix_path: str | None = None
+    started_at: float
+    ended_at: float | None = None
+    status: SweepStatus = "running"
+    host_facts: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, Any] = field(default_factory=dict)
+    """`sglang` and the installed packages: name -> version."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """The merged configuration the sweep ran with (deadlines, retries, packing, ...)."""
+
+    def to_row(self) -> dict[str, Any]:
+        """Column name -> SQL value."""
+        return {
+            "sweep_id": self.sweep_id,
+            "name": self.name,
+            "host": self.host,
+            "matrix_yaml": scrub_text(self.matrix_yaml),
+            "matrix_path": self.matrix_path,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "status": _checked(self.status, SWEEP_STATUSES, "sweep status"),
+            "host_facts": _to_json(self.host_facts),
+            "versions": _to_json(self.versions),
+            "settings": _to_json(self.settings),
+        }
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> SweepRecord:
+        """Rebuild from a `sweeps` row."""
+        return cls(
+            sweep_id=row["sweep_id"],
+            name=row["name"],
+            host=row["host"],
+            matrix_yaml=row["matrix_yaml"],
+            matrix_path=row["matrix_path"],
+            started_at=row["started_at"],
+            ended_at=row["ended_at"],
+            status=cast(SweepStatus, _checked(row["status"], SWEEP_STATUSES, "sweep status")),
+            host_facts=_from_json(row["host_facts"]),
+            versions=_from_json(row["versions"]),
+            settings=_from_json(row["settings"]),
+        )
+
+
+def cell_to_row(sweep_id: str, position: int, cell: Cell) -> dict[str, Any]:
+    """A `cells` row; of the cell's environment only the variable names are kept."""
+    return {
+        "sweep_id": sweep_id,
+        "position": position,
+        "cell_id": cell.cell_id,
+        "flags": _to_json(cell.flags),
+        "axes": json.dumps(list(cell.axes)),
+        "env_names": json.dumps(sorted(cell.env)),
+        "install": cell.install,
+    }
+
+
+def cell_from_row(row: Mapping[str, Any]) -> Cell:
+    """Rebuild a cell; its environment comes back as names with masked values."""
+    return Cell(
+        cell_id=row["cell_id"],
+        flags=json.loads(row["flags"]),
+        axes=tuple(json.loads(row["axes"])),
+        env=dict.fromkeys(json.loads(row["env_names"]), MASK),
+        install=row["install"],
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    """One launch of a cell, written before the launch and completed after its verdict."""
+
+    run_id: str
+    sweep_id: str
+    cell_id: str
+    attempt: int
+    """1 for the first launch of the cell in this sweep, 2 for its first retry, ..."""
+    state: RunState = "pending"
+    host: str
+    run_dir: str | None = None
+    pgid: int | None = None
+    port: int | None = None
+    gpus: tuple[int, ...] = ()
+    command: str = ""
+    """The launch command as shown to humans (secrets masked)."""
+    env_masked: dict[str, str] = field(default_factory=dict)
+    started_at: float
+    ended_at: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds spent per phase, keyed by phase name."""
+    outcome: ProbeOutcome | None = None
+    evidence: dict[str, Any] | None = None
+    """The classifier's evidence, as JSON."""
+    verdict: Verdict | None = None
+    install: str | None = None
+
+    def to_row(self) -> dict[str, Any]:
+        """Column name -> SQL value."""
+        return {
+            "run_id": self.run_id,
+            "sweep_id": self.sweep_id,
+            "cell_id": self.cell_id,
+            "attempt": self.attempt,
+            "state": _checked(self.state, RUN_STATES, "run state"),
+            "host": self.host,
+            "run_dir": self.run_dir,
+            "pgid": self.pgid,
+            "port": self.port,
+            "gpus": json.dumps(list(self.gpus)),
+            "command": scrub_text(self.command),
+            "env_masked": _to_json(self.env_masked),
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "timings": _to_json(self.timings),
+            "outcome": None if self.outcome is None else _to_json(self.outcome.to_dict()),
+            "evidence": None if self.evidence is None else _to_json(self.evidence),
+            "verdict": None if self.verdict is None else _to_json(self.verdict.to_dict()),
+            "install": self.install,
+        }
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> RunRecord:
+        """Rebuild from a `runs` row."""
+        outcome, verdict = _from_json(row["outcome"]), _from_json(row["verdict"])
+        return cls(
+            run_id=row["run_id"],
+            sweep_id=row["sweep_id"],
+            cell_id=row["cell_id"],
+            attempt=row["attempt"],
+            state=cast(RunState, _checked(row["state"], RUN_STATES, "run state")),
+            host=row["host"],
+            run_dir=row["run_dir"],
+            pgid=row["pgid"],
+            port=row["port"],
+            gpus=tuple(json.loads(row["gpus"])),
+            command=row["command"],
+            env_masked=json.loads(row["env_masked"]),
+            started_at=row["started_at"],
+            ended_at=row["ended_at"],
+            timings=json.loads(row["timings"]),
+            outcome=None if outcome is None else ProbeOutcome.from_dict(outcome),
+            evidence=_from_json(row["evidence"]),
+            verdict=None if verdict is None else Verdict.from_dict(verdict),
+            install=row["install"],
+        )
+
+    @property
+    def ready_s(self) -> float | None:
+        """Seconds from launch to ready, when the server got there."""
+        return None if self.outcome is None else self.outcome.ready_s

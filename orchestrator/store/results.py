@@ -1,0 +1,103 @@
+"""A cell's finished runs summed up into one row of the pass/fail table.
+
+Rules (pure, so the table, the JSON contract and `--resume` agree):
+- attempts read `k/N`: k runs passed out of N finished runs (abandoned runs produced no result and never count).
+- The cell's status is its last run's, unless both a pass and a fail occur among its runs: then the cell
+  is `fail` and `flaky`, and the row shows the latest failing run, so `repro` of its `run_id` replays the
+  failure the row names. Deterministic failures keep `flaky` false.
+- A cell needs (another) run when it has no finished run, or its last run failed (`fail` or `infra`), it is
+  not already known to be flaky, and it has used fewer than 1 + retries_allowed attempts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.model import Category, Cell, Phase, Status
+from orchestrator.store.records import UNFINISHED_STATES, RunRecord
+
+_RETRYABLE = (Status.FAIL, Status.INFRA)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellResult:
+    """One cell and its runs in one sweep, aggregated for the table."""
+
+    cell: Cell
+    runs: tuple[RunRecord, ...]
+    """The cell's finished runs, by attempt."""
+    status: Status | None
+    """None while no run of the cell has finished."""
+    phase: Phase | None = None
+    category: Category | None = None
+    root_cause_line: str | None = None
+    reason: str = ""
+    passes: int = 0
+    ready_s: float | None = None
+    run_id: str | None = None
+    """The run whose verdict the row shows."""
+    flaky: bool = False
+    unfinished_run_id: str | None = None
+    """A run written but not finished (pending or launched): in flight, or cut off by an interruption."""
+    needs_run: bool = True
+
+    @property
+    def attempts(self) -> int:
+        """Finished runs of the cell."""
+        return len(self.runs)
+
+    @property
+    def attempts_text(self) -> str:
+        """`k/N`: passes out of finished runs."""
+        return f"{self.passes}/{self.attempts}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """One entry of the JSON contract's `cells` list (extra keys after the contract's)."""
+        return {
+            "cell_id": self.cell.cell_id,
+            "run_id": self.run_id,
+            "flags": {name.lstrip("-"): value for name, value in self.cell.flags.items()},
+            "status": None if self.status is None else self.status.value,
+            "phase": None if self.phase is None else self.phase.value,
+            "category": None if self.category is None else self.category.value,
+            "root_cause_line": self.root_cause_line,
+            "attempts": self.attempts_text,
+            "ready_s": self.ready_s,
+            "label": self.cell.label,
+            "axes": list(self.cell.axes),
+            "install": self.cell.install,
+            "passes": self.passes,
+            "runs": self.attempts,
+            "flaky": self.flaky,
+            "reason": self.reason,
+        }
+
+
+def aggregate(cell: Cell, runs: Iterable[RunRecord], retries_allowed: int = 0) -> CellResult:
+    """Sum up one cell's runs (any states, any order) by the rules in this module's docstring."""
+    mine = sorted((r for r in runs if r.cell_id == cell.cell_id), key=lambda r: r.attempt)
+    done = [(r, r.verdict) for r in mine if r.state == "done" and r.verdict is not None]
+    unfinished = next((r.run_id for r in reversed(mine) if r.state in UNFINISHED_STATES), None)
+    if not done:
+        return CellResult(cell=cell, runs=(), status=None, unfinished_run_id=unfinished)
+    statuses = [v.status for _, v in done]
+    flaky = Status.PASS in statuses and Status.FAIL in statuses
+    shown, verdict = next(d for d in reversed(done) if d[1].status is Status.FAIL) if flaky else done[-1]
+    last = statuses[-1]
+    return CellResult(
+        cell=cell,
+        runs=tuple(r for r, _ in done),
+        status=Status.FAIL if flaky else verdict.status,
+        phase=verdict.phase,
+        category=verdict.category,
+        root_cause_line=verdict.root_cause_line,
+        reason=verdict.reason,
+        passes=statuses.count(Status.PASS),
+        ready_s=shown.ready_s,
+        run_id=shown.run_id,
+        flaky=flaky,
+        unfinished_run_id=unfinished,
+        needs_run=last in _RETRYABLE and not flaky and len(done) < 1 + max(0, retries_allowed),
+    )

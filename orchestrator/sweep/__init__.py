@@ -1,0 +1,1 @@
+"""sweep layer (see DESIGN.md data flow)."""

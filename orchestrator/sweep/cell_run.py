@@ -1,0 +1,153 @@
+"""One attempt at one cell, bracketed by the store: the run row is written before the launch.
+
+Whatever happens between `create_run` and `finish_run` (the server crashing, the host
+vanishing, the orchestrator being killed) leaves the store and the host's run directory
+consistent enough for `--resume` to re-attach or clean up, never to launch twice.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from orchestrator.config.model import HostConfig, Matrix, masked_env, resolve_env
+from orchestrator.errors import LaunchError, OrchestratorError, TransportError
+from orchestrator.host.facts import GpuHolder
+from orchestrator.host.launcher import Launch, LaunchSpec
+from orchestrator.host.session import HostSession
+from orchestrator.model import Category, Cell, Phase, Status, Verdict
+from orchestrator.store.records import RunRecord, new_run_id
+from orchestrator.store.sqlite import Store
+from orchestrator.sweep.execute import PhaseCallback, RunSettings, execute_run
+from orchestrator.sweep.plan import CellPlan, launch_argv
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where one attempt runs: its GPUs and port."""
+
+    gpus: tuple[int, ...]
+    port: int
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    """What one attempt came to, and whether its GPUs are free again."""
+
+    cell: Cell
+    run_id: str
+    verdict: Verdict
+    slot: Slot
+    gpus_released: bool
+    leftover_holders: tuple[GpuHolder, ...] = ()
+
+
+def launch_env(host: HostConfig, matrix_env: Matrix | None, install: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    """(plain, secret) environment of a launch: host < install < matrix, secrets read now."""
+    env = {**host.env_for(install), **(matrix_env.env if matrix_env else {})}
+    return resolve_env(env, os.environ, host.secrets)
+
+
+def build_spec(session: HostSession, plan: CellPlan, slot: Slot, run_id: str, matrix: Matrix | None) -> tuple[
+    LaunchSpec, dict[str, str]
+]:
+    """The launch spec of an attempt and the secrets it needs (kept apart: never stored)."""
+    plain, secrets = launch_env(session.config, matrix, plan.cell.install)
+    env = {**session.base_env, **plain, "CUDA_VISIBLE_DEVICES": ",".join(map(str, slot.gpus))}
+    spec = LaunchSpec(
+        run_id=run_id,
+        argv=launch_argv(session.launcher_words(plan.cell.install), plan, slot.port),
+        env=env,
+        secret_names=tuple(sorted(secrets)),
+        gpus=slot.gpus,
+        port=slot.port,
+        run_dir=session.run_dir(run_id),
+        install=plan.cell.install,
+    )
+    return spec, secrets
+
+
+def infra_verdict(exc: BaseException, phase: Phase | None = None) -> Verdict:
+    """The verdict of an attempt the orchestrator or the host failed, not SGLang."""
+    return Verdict(Status.INFRA, phase, Category.UNKNOWN, None, reason=f"{type(exc).__name__}: {exc}")
+
+
+def run_attempt(
+    store: Store,
+    session: HostSession,
+    sweep_id: str,
+    plan: CellPlan,
+    slot: Slot,
+    attempt: int,
+    settings: RunSettings,
+    matrix: Matrix | None,
+    on_event: Callable[[Cell, str, Phase | None], None] | None = None,
+) -> AttemptResult:
+    """Launch one cell once, record everything, and always leave the host clean."""
+    run_id = new_run_id()
+    spec, secrets = build_spec(session, plan, slot, run_id, matrix)
+    store.create_run(
+        RunRecord(
+            run_id=run_id,
+            sweep_id=sweep_id,
+            cell_id=plan.cell.cell_id,
+            attempt=attempt,
+            host=session.config.name,
+            run_dir=spec.run_dir,
+            port=slot.port,
+            gpus=slot.gpus,
+            command=spec.command_line,
+            env_masked=masked_env(spec.env, session.config.secrets) | dict.fromkeys(secrets, "***"),
+            started_at=time.time(),
+            install=plan.cell.install,
+        )
+    )
+    try:
+        launch = session.launcher.start(spec, secrets)
+    except (LaunchError, TransportError) as exc:
+        verdict = infra_verdict(exc, Phase.PREFLIGHT)
+        store.finish_run(run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
+        return AttemptResult(plan.cell, run_id, verdict, slot, True)
+    store.mark_launched(run_id, run_dir=spec.run_dir, pgid=launch.pgid, port=slot.port, gpus=slot.gpus)
+    return watch_attempt(store, session, plan.cell, run_id, launch, settings, on_event)
+
+
+def watch_attempt(
+    store: Store,
+    session: HostSession,
+    cell: Cell,
+    run_id: str,
+    launch: Launch,
+    settings: RunSettings,
+    on_event: Callable[[Cell, str, Phase | None], None] | None = None,
+) -> AttemptResult:
+    """Follow a launched attempt (new or re-attached) to its verdict and record it."""
+    slot = Slot(launch.spec.gpus, launch.spec.port)
+    callback: PhaseCallback | None = (lambda event, phase: on_event(cell, event, phase)) if on_event else None
+    try:
+        report = execute_run(session, launch, settings, on_event=callback)
+    except OrchestratorError as exc:
+        _stop_quietly(session, launch, settings)
+        verdict = infra_verdict(exc)
+        store.finish_run(run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
+        return AttemptResult(cell, run_id, verdict, slot, False)
+    store.finish_run(
+        run_id,
+        outcome=report.outcome,
+        evidence=report.evidence.to_dict(),
+        verdict=report.verdict,
+        timings=report.timings,
+        ended_at=time.time(),
+    )
+    return AttemptResult(
+        cell, run_id, report.verdict, slot, report.gpus_released, tuple(report.leftover_holders)
+    )
+
+
+def _stop_quietly(session: HostSession, launch: Launch, settings: RunSettings) -> None:
+    try:
+        session.launcher.stop(launch, settings.deadlines.stop_grace)
+    except OrchestratorError:
+        pass  # the host is unreachable; resume will find the launch by its run directory

@@ -1,0 +1,155 @@
+"""The per-launch core every sweep repeats: launch, wait ready, probe, harvest, stop, classify.
+
+A server's failure is data here, never an exception: whatever the server does ends as a
+Verdict. Only the orchestrator's own failures (host unreachable, run dir unwritable) propagate,
+and the caller turns them into status `infra`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from orchestrator.classify.verdict import classify
+from orchestrator.harvest.evidence import Evidence, EvidenceBuilder
+from orchestrator.harvest.fetch import LogTail, harvest_huge
+from orchestrator.harvest.markers import HOST_GREP_REGEX, is_fatal_line, phase_of_line
+from orchestrator.host.facts import GpuHolder
+from orchestrator.host.launcher import Launch, LaunchSpec
+from orchestrator.host.session import HostSession
+from orchestrator.model import Phase, ProbeOutcome, ProbeResult, Verdict
+from orchestrator.probe.decode import run_probes
+from orchestrator.probe.ready import LogProgress, wait_ready
+from orchestrator.settings import Deadlines, ProbeSettings
+
+LIVE_LOG_BUDGET = 64 << 20
+"""Bytes of log streamed whole; past this the final harvest moves only what matters (harvest_huge)."""
+
+PhaseCallback = Callable[[str, Phase | None], None]
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Limits and probes for one run (stored with it, so repro reuses them)."""
+
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    probes: ProbeSettings = field(default_factory=ProbeSettings)
+
+
+@dataclass
+class RunReport:
+    """What one launch came to."""
+
+    outcome: ProbeOutcome
+    evidence: Evidence
+    verdict: Verdict
+    timings: dict[str, float]
+    pgid: int | None
+    gpus_released: bool = True
+    leftover_holders: list[GpuHolder] = field(default_factory=list)
+
+
+class LiveLog:
+    """Feeds new log lines to the evidence builder while tracking the phase reached and fatal lines."""
+
+    def __init__(self, tail: LogTail, started: float, on_phase: PhaseCallback | None = None):
+        self.tail = tail
+        self.builder = EvidenceBuilder()
+        self.started = started
+        self.phase: Phase | None = None
+        self.fatal_line: str | None = None
+        self.timings: dict[str, float] = {}
+        self.overflowed = False
+        self._on_phase = on_phase
+
+    def poll(self) -> LogProgress:
+        """Read the new bytes and report where the launch is."""
+        if not self.overflowed:
+            self._feed(self.tail.read_new())
+            self.overflowed = self.tail.offset > LIVE_LOG_BUDGET
+        return LogProgress(self.phase, self.fatal_line)
+
+    def drain(self) -> None:
+        """Read everything left (the server is gone or stopping)."""
+        if not self.overflowed:
+            self._feed(self.tail.drain())
+            self.overflowed = self.tail.offset > LIVE_LOG_BUDGET
+
+    def _feed(self, lines: list[bytes]) -> None:
+        for raw in lines:
+            self.builder.feed_line(raw)
+            line = raw.decode("utf-8", errors="replace")
+            phase = phase_of_line(line)
+            if phase is not None and (self.phase is None or phase.order > self.phase.order):
+                self.phase = phase
+                self.timings.setdefault(phase.value, round(time.monotonic() - self.started, 3))
+                if self._on_phase:
+                    self._on_phase("phase", phase)
+            if self.fatal_line is None and is_fatal_line(line):
+                self.fatal_line = line
+
+
+def execute_run(
+    session: HostSession,
+    launch: Launch,
+    settings: RunSettings,
+    *,
+    on_event: PhaseCallback | None = None,
+) -> RunReport:
+    """Watch one started (or re-attached) server: wait ready, probe, harvest, stop, and name the outcome."""
+    started = launch.started_at
+    spec = launch.spec
+    launcher = session.launcher
+    live = LiveLog(LogTail(session.transport, spec.log_path), started, on_event)
+    probes: tuple[ProbeResult, ...] = ()
+    client = session.probe_client(spec.port)
+    try:
+        ready = wait_ready(
+            client, is_alive=lambda: launcher.alive(launch), poll_log=live.poll, deadlines=settings.deadlines
+        )
+        if ready.ready:
+            live.timings["ready"] = round(time.monotonic() - started, 3)
+            if on_event:
+                on_event("ready", Phase.READY)
+            probes = run_probes(
+                client,
+                settings.probes,
+                is_alive=lambda: launcher.alive(launch),
+                deadlines=settings.deadlines,
+                on_probe=(lambda name: on_event("probe", _probe_phase(name))) if on_event else None,
+            )
+            live.timings["probes_done"] = round(time.monotonic() - started, 3)
+    finally:
+        client.close()
+        live.drain()
+        launcher.stop(launch, settings.deadlines.stop_grace)
+        live.drain()
+    exit_code = launcher.exit_code(launch)
+    outcome = ProbeOutcome(
+        reached_ready=ready.ready,
+        ready_s=ready.ready_s,
+        probes=probes,
+        process_died=ready.died or exit_code is not None,
+        deadline_phase=ready.deadline_phase,
+        exit_code=exit_code,
+    )
+    evidence = _final_evidence(session, spec, live)
+    verdict = classify(evidence, outcome)
+    released, leftovers = session.wait_gpus_released(spec.gpus, settings.deadlines.gpu_release)
+    live.timings["total"] = round(time.monotonic() - started, 3)
+    return RunReport(outcome, evidence, verdict, live.timings, launch.pgid, released, leftovers)
+
+
+def _probe_phase(name: str) -> Phase:
+    return ProbeResult(name=name, ok=True).phase
+
+
+def _final_evidence(session: HostSession, spec: LaunchSpec, live: LiveLog) -> Evidence:
+    if not live.overflowed:
+        return live.builder.finish()
+    harvested = harvest_huge(session.transport, spec.log_path, HOST_GREP_REGEX)
+    builder = EvidenceBuilder()
+    for line in harvested.lines:
+        builder.feed_line(line)
+    return builder.finish()

@@ -1,0 +1,87 @@
+"""Pure planning: which cells a host can accept, in its own flag spelling, and which GPUs each may use.
+
+Nothing here touches the host: the host's grammar (read from its `--help` by preflight) comes in,
+decisions come out, so `validate` and `sweep` reject the same cells for the same reasons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from orchestrator.matrix.grammar import FlagGrammar
+from orchestrator.matrix.validate import translate_cell
+from orchestrator.model import Cell
+
+RESERVED_FLAGS = ("host", "port")
+"""Chosen per launch by the orchestrator (loopback, and a port spaced from other live launches)."""
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """A cell as this host will launch it, or why it cannot."""
+
+    cell: Cell
+    argv: tuple[str, ...]
+    problems: tuple[str, ...] = ()
+    renamed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the host's launcher would accept this cell."""
+        return not self.problems
+
+    @property
+    def reason(self) -> str:
+        """All problems, one sentence each."""
+        return "; ".join(self.problems)
+
+
+def plan_cell(cell: Cell, grammar: FlagGrammar, host_gpus: int) -> CellPlan:
+    """Translate one cell into the host's spelling and check it against the host's grammar."""
+    flags = {k: v for k, v in cell.flags.items() if k not in RESERVED_FLAGS}
+    translation = translate_cell(grammar, flags)
+    problems = list(translation.problems)
+    if cell.tp_size > host_gpus:
+        problems.append(f"tp-size {cell.tp_size} needs more GPUs than the host has ({host_gpus})")
+    return CellPlan(cell, tuple(translation.argv), tuple(problems), dict(translation.renamed))
+
+
+def plan_cells(
+    cells: Iterable[Cell], grammar_for: Callable[[str | None], FlagGrammar], host_gpus: int
+) -> list[CellPlan]:
+    """Plan every cell with the grammar of its install."""
+    return [plan_cell(cell, grammar_for(cell.install), host_gpus) for cell in cells]
+
+
+def launch_argv(launcher: list[str], plan: CellPlan, port: int) -> tuple[str, ...]:
+    """The full launch command: launcher words, the cell's flags, then loopback host and port."""
+    return (*launcher, *plan.argv, "--host", "127.0.0.1", "--port", str(port))
+
+
+class GpuPool:
+    """Which of the host's GPUs are free for the next launch (packing cells on disjoint GPU sets)."""
+
+    def __init__(self, total: int, unavailable: Iterable[int] = ()):
+        self.total = total
+        self._free = [g for g in range(total) if g not in set(unavailable)]
+
+    @property
+    def free(self) -> tuple[int, ...]:
+        """GPUs not given to a launch."""
+        return tuple(self._free)
+
+    def take(self, count: int) -> tuple[int, ...] | None:
+        """The lowest `count` free GPUs, or None if not enough are free."""
+        if count > len(self._free):
+            return None
+        taken, self._free = self._free[:count], self._free[count:]
+        return tuple(taken)
+
+    def give_back(self, gpus: Iterable[int]) -> None:
+        """Return GPUs once their launch is stopped and nvidia-smi shows them free."""
+        self._free = sorted(set(self._free) | set(gpus))
+
+    def mark_unavailable(self, gpus: Iterable[int]) -> None:
+        """Never hand out these GPUs again in this sweep (a foreign process holds them)."""
+        self._free = [g for g in self._free if g not in set(gpus)]

@@ -1,0 +1,74 @@
+"""Preflight, in seconds and before any GPU time: reachable, GPUs free, versions, every cell checked.
+
+A cell the host's SGLang cannot accept is `invalid` here with the reason, and never launched.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator.errors import HostBusy
+from orchestrator.host.facts import GpuHolder
+from orchestrator.host.session import HostSession
+from orchestrator.model import Category, Cell, Phase, Status, Verdict
+from orchestrator.sweep.plan import CellPlan, plan_cells
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """What preflight learned about the host and decided about each cell."""
+
+    plans: list[CellPlan]
+    versions: dict[str, Any]
+    host_facts: dict[str, Any]
+    foreign_holders: list[GpuHolder] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def valid(self) -> list[CellPlan]:
+        """Cells that will be launched."""
+        return [p for p in self.plans if p.ok]
+
+    @property
+    def invalid(self) -> list[CellPlan]:
+        """Cells rejected before launch."""
+        return [p for p in self.plans if not p.ok]
+
+
+def invalid_verdict(plan: CellPlan) -> Verdict:
+    """The verdict of a cell rejected by preflight."""
+    return Verdict(Status.INVALID, Phase.PREFLIGHT, Category.INVALID_ARGUMENT, None, reason=plan.reason)
+
+
+def describe_holders(holders: Sequence[GpuHolder]) -> str:
+    """`GPU 0: pid 4242 (70000 MiB), GPU 1: ...`."""
+    return ", ".join(f"GPU {h.gpu_index}: pid {h.pid} ({h.used_mb} MiB)" for h in holders)
+
+
+def run_preflight(
+    session: HostSession, cells: Sequence[Cell], *, our_pgids: Collection[int] = (), check_gpus: bool = True
+) -> Preflight:
+    """Check the host and every cell; raises HostBusy if foreign processes hold GPUs (unless allowed)."""
+    started = time.monotonic()
+    installs = sorted({c.install for c in cells}, key=lambda i: i or "")
+    versions: dict[str, Any] = {}
+    for install in installs:
+        key = f"sglang[{install}]" if install else "sglang"
+        versions[key] = session.sglang_version(install)
+        for name, version in session.packages(install).items():
+            versions[f"{name}[{install}]" if install else name] = version
+    host_facts: dict[str, Any] = dict(session.host_facts())
+    foreign: list[GpuHolder] = []
+    if check_gpus:
+        foreign = [h for h in session.gpu_holders(set(our_pgids)) if not h.ours]
+        if foreign and not session.config.kill_foreign_gpu_holders:
+            raise HostBusy(
+                f"GPUs on {session.config.name} are held by processes that are not ours: {describe_holders(foreign)}. "
+                "Nothing was launched and nothing was killed; free the GPUs, or set kill_foreign_gpu_holders: true "
+                "for this host in hosts.yaml to let the orchestrator end them."
+            )
+    plans = plan_cells(cells, session.grammar, session.config.gpus)
+    return Preflight(plans, versions, host_facts, foreign, round(time.monotonic() - started, 3))

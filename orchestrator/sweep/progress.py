@@ -1,0 +1,126 @@
+"""The live view of a sweep: cell i of N, what each launch in flight is doing, counts, and an ETA.
+
+On a terminal it is a rich Live panel; elsewhere (a log file, CI) one line per finished attempt,
+so an overnight sweep's output still reads well in the morning.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from orchestrator.model import Cell, Phase, Status
+from orchestrator.sweep.cell_run import AttemptResult
+from orchestrator.sweep.preflight import Preflight
+
+STATUS_STYLE = {
+    Status.PASS: "green",
+    Status.FAIL: "red",
+    Status.INVALID: "yellow",
+    Status.INFRA: "magenta",
+    Status.SKIPPED: "dim",
+}
+
+
+@dataclass
+class _InFlight:
+    cell: Cell
+    started: float
+    phase: str = "launching"
+
+
+class SweepProgress:
+    """Receives sweep events (from worker threads) and keeps the display current."""
+
+    def __init__(self, console: Console, total: int = 0):
+        self.console = console
+        self.total = total
+        self.done = 0
+        self.counts: Counter[str] = Counter()
+        self.durations: list[float] = []
+        self.in_flight: dict[str, _InFlight] = {}
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self._live: Live | None = None
+
+    def __enter__(self) -> SweepProgress:
+        if self.console.is_terminal:
+            self._live = Live(self._render(), console=self.console, refresh_per_second=4, transient=True)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+
+    def on_plan(self, preflight: Preflight) -> None:
+        """Preflight is done: the cells to run are known."""
+        with self._lock:
+            self.total = len(preflight.plans)
+            self.done = len(preflight.invalid)
+            self.counts[Status.INVALID.value] += len(preflight.invalid)
+        self.console.print(
+            f"preflight {preflight.seconds:.1f}s: {len(preflight.valid)} cells to launch, "
+            f"{len(preflight.invalid)} invalid; " + ", ".join(f"{k} {v}" for k, v in preflight.versions.items() if v)
+        )
+        for plan in preflight.invalid:
+            self.console.print(f"* {plan.cell.label}: [yellow]invalid[/] ({plan.reason})")
+        self._refresh()
+
+    def on_event(self, cell: Cell, event: str, phase: Phase | None) -> None:
+        """A launch moved on (launched, reached a phase, started a probe)."""
+        with self._lock:
+            entry = self.in_flight.setdefault(cell.cell_id, _InFlight(cell, time.monotonic()))
+            entry.phase = phase.value if phase else event
+        self._refresh()
+
+    def on_result(self, result: AttemptResult) -> None:
+        """An attempt ended with a verdict."""
+        verdict = result.verdict
+        with self._lock:
+            entry = self.in_flight.pop(result.cell.cell_id, None)
+            took = time.monotonic() - entry.started if entry else 0.0
+            if entry:
+                self.durations.append(took)
+            self.done += 1
+            self.counts[verdict.status.value] += 1
+        style = STATUS_STYLE.get(verdict.status, "")
+        why = f" at {verdict.phase.value}" if verdict.phase and verdict.status is not Status.PASS else ""
+        cause = f" {verdict.category.value}" if verdict.status is not Status.PASS else ""
+        self.console.print(f"* {result.cell.label}: [{style}]{verdict.status.value}[/]{why}{cause}, took {took:.1f}s")
+        self._refresh()
+
+    def eta_s(self) -> float | None:
+        """Seconds left, from the median duration of the attempts so far."""
+        if not self.durations:
+            return None
+        left = max(0, self.total - self.done)
+        width = max(1, len(self.in_flight))
+        return statistics.median(self.durations) * left / width
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+
+    def _render(self) -> Group:
+        elapsed = time.monotonic() - self.started
+        eta = self.eta_s()
+        head = Text(
+            f"cell {min(self.done + len(self.in_flight), self.total)} of {self.total} · elapsed {elapsed:.0f}s"
+            + (f" · ETA {eta:.0f}s" if eta is not None else "")
+            + " · "
+            + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        )
+        table = Table(box=None, show_header=False, pad_edge=False)
+        now = time.monotonic()
+        for entry in list(self.in_flight.values()):
+            table.add_row(entry.cell.label, entry.phase, f"{now - entry.started:.0f}s")
+        return Group(head, table)

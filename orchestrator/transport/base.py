@@ -1,0 +1,200 @@
+"""The transport seam: one contract for driving a host, whether over SSH or on this machine.
+
+Everything above `transport/` talks to a host only through `Transport` and sees only the
+`TransportError` tree from `orchestrator.errors`; foreign exceptions are translated here by
+`map_transport_errors()` and nowhere else (httpx's `map_httpcore_exceptions` does the same).
+"""
+
+from __future__ import annotations
+
+import abc
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import TracebackType
+
+from orchestrator.errors import CommandTimeout, ConnectFailed, ConnectionLost, HostKeyRejected, TransportError
+from orchestrator.transport.shell import Raw, ShellCommand
+
+KILL_POLL_S = 0.02
+KILL_AFTER_SIGKILL_S = 5.0
+
+# `ps` lists zombies, and `kill -0` reports them alive; a group whose members are all zombies is dead.
+_ALIVE = "ps -eo pgid=,stat= | awk -v g=\"$PG\" '$1 == g && $2 !~ /^Z/ {f = 1} END {exit !f}'"
+_GROUP_ALIVE = f"PG=$1; {_ALIVE}"
+_KILL_GROUP = f"""PG=$1
+alive() {{ {_ALIVE}; }}
+alive || exit 0
+kill -s TERM -- "-$PG" 2>/dev/null
+n=$2; while [ "$n" -gt 0 ]; do alive || exit 0; sleep {KILL_POLL_S}; n=$((n - 1)); done
+kill -s KILL -- "-$PG" 2>/dev/null
+n=$3; while [ "$n" -gt 0 ]; do alive || exit 3; sleep {KILL_POLL_S}; n=$((n - 1)); done
+exit 4"""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a command left behind: its exit code (negative: killed by a signal) and raw output."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        """Whether the command exited 0."""
+        return self.exit_code == 0
+
+    @property
+    def text(self) -> str:
+        """stdout decoded as UTF-8 (undecodable bytes replaced)."""
+        return self.stdout.decode("utf-8", "replace")
+
+    @property
+    def stderr_text(self) -> str:
+        """stderr decoded as UTF-8 (undecodable bytes replaced)."""
+        return self.stderr.decode("utf-8", "replace")
+
+
+class Transport(abc.ABC):
+    """Run commands, start detached process groups, and read or write files on one host.
+
+    Commands are shell strings run with `sh -c` semantics, never with a pty. Paths should be
+    absolute (a relative one resolves against the login directory over SSH, the cwd locally).
+    """
+
+    @abc.abstractmethod
+    def run(
+        self, command: str, timeout: float = 30.0, stdin: bytes | None = None, *, idempotent: bool = True
+    ) -> CommandResult:
+        """Run `command` to completion; CommandTimeout past `timeout` (the command is then killed).
+
+        `idempotent=False` forbids re-sending the command after a dropped connection.
+        """
+
+    @abc.abstractmethod
+    def read_range(self, path: str, offset: int, length: int | None = None) -> bytes:
+        """Raw bytes of `path` from 0-based `offset` (to the end when `length` is None); b"" if missing."""
+
+    @abc.abstractmethod
+    def file_size(self, path: str) -> int | None:
+        """Size of `path` in bytes, or None if it does not exist."""
+
+    @abc.abstractmethod
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Write `path` atomically (temp file + rename), creating its parent directories."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the connection, if any; the transport may be used again afterwards."""
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """A short human name for the host, e.g. `ssh orchtest@127.0.0.1:2222` or `local`."""
+
+    @abc.abstractmethod
+    def start_detached(
+        self,
+        command: str,
+        log_path: str,
+        pid_path: str,
+        cwd: str | None = None,
+        secrets: Mapping[str, str] | None = None,
+    ) -> int:
+        """Start `command` in a new session and process group; return its pid (== its pgid).
+
+        stdout and stderr are appended to `log_path`, stdin is /dev/null, and the pid is written
+        to `pid_path`, which must not exist yet (an existing one means "already launched": a run
+        is never started twice; LaunchError). `secrets` reach the process environment through the
+        launch channel's stdin, never through a file or a command line. The job survives `close()`.
+        """
+
+    def signal_group(self, pgid: int, sig: int) -> None:
+        """Send `sig` to every process of group `pgid`; a group that is gone is not an error."""
+        name = signal.Signals(sig).name.removeprefix("SIG")
+        cmd = ShellCommand("kill", "-s", name, "--", f"-{_check_pgid(pgid)}", Raw("2>/dev/null; exit 0"))
+        self.run(cmd.raw())
+
+    def group_alive(self, pgid: int) -> bool:
+        """Whether group `pgid` has a member that is not a zombie."""
+        result = self.run(ShellCommand("sh", "-c", _GROUP_ALIVE, "group-alive", _check_pgid(pgid)).raw())
+        if result.exit_code not in (0, 1):
+            raise TransportError(f"{self.describe()}: cannot list processes: {result.stderr_text.strip()}")
+        return result.ok
+
+    def kill_group(self, pgid: int, grace_s: float = 10.0) -> bool:
+        """SIGTERM group `pgid`, wait up to `grace_s` for it to go, then SIGKILL; True if KILL was needed."""
+        polls = max(1, round(grace_s / KILL_POLL_S))
+        after_kill = max(1, round(KILL_AFTER_SIGKILL_S / KILL_POLL_S))
+        cmd = ShellCommand("sh", "-c", _KILL_GROUP, "kill-group", _check_pgid(pgid), polls, after_kill)
+        # Each poll also spends a few ms in ps and awk, hence the generous timeout.
+        result = self.run(cmd.raw(), timeout=2 * (grace_s + KILL_AFTER_SIGKILL_S) + 10)
+        if result.exit_code == 0:
+            return False
+        if result.exit_code == 3:
+            return True
+        if result.exit_code == 4:
+            raise TransportError(f"{self.describe()}: group {pgid} still alive {KILL_AFTER_SIGKILL_S}s after SIGKILL")
+        raise TransportError(f"{self.describe()}: kill_group {pgid} failed: {result.stderr_text.strip()}")
+
+    def __enter__(self) -> Transport:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def check_byte_range(offset: int, length: int | None) -> None:
+    """Refuse a negative offset or length (ValueError)."""
+    if offset < 0 or (length is not None and length < 0):
+        raise ValueError(f"bad byte range: offset={offset} length={length}")
+
+
+def _check_pgid(pgid: int) -> int:
+    # `kill -- -1` signals every process we may signal, and -0 our own group: never let those through.
+    if isinstance(pgid, bool) or not isinstance(pgid, int) or pgid <= 1:
+        raise ValueError(f"not a process group id of a launched process: {pgid!r}")
+    return pgid
+
+
+@contextmanager
+def map_transport_errors(action: str, *, connecting: bool = False) -> Iterator[None]:
+    """Re-raise paramiko, socket, subprocess and OS errors as the most specific TransportError."""
+    try:
+        yield
+    except TransportError:
+        raise
+    except Exception as exc:
+        kind = _classify(exc, connecting)
+        if kind is None:
+            raise
+        raise kind(f"{action}: {type(exc).__name__}: {exc}") from exc
+
+
+def _classify(exc: Exception, connecting: bool) -> type[TransportError] | None:
+    lost: type[TransportError] = ConnectFailed if connecting else ConnectionLost
+    # Looked up, not imported: paramiko costs 0.3 s to import, and when it is not loaded none of
+    # its exceptions can be in flight (the local transport and offline commands never load it).
+    paramiko = sys.modules.get("paramiko")
+    if paramiko is not None:
+        if isinstance(exc, paramiko.BadHostKeyException):
+            return HostKeyRejected
+        if isinstance(exc, paramiko.AuthenticationException):
+            return ConnectFailed
+        if isinstance(exc, paramiko.SSHException):
+            return HostKeyRejected if "known_hosts" in str(exc) else lost
+    if isinstance(exc, subprocess.TimeoutExpired):
+        return CommandTimeout
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return ConnectFailed if connecting else CommandTimeout
+    if isinstance(exc, (EOFError, ConnectionError, socket.gaierror)):
+        return lost
+    if isinstance(exc, OSError):
+        return ConnectFailed if connecting else TransportError
+    return None

@@ -1,0 +1,126 @@
+"""Shell commands as objects: every value quoted, secrets masked in what is logged or stored.
+
+`str(cmd)` is the masked form (logs, the store, cmd.sh shown to users); `cmd.raw()` is what is
+sent to a host. Values are never pasted into f-strings: a flag value such as `$(touch x)` must
+reach SGLang as those literal characters. Modelled on pyinfra's StringCommand / MaskString.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+MASK = "***"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL")
+
+Value = str | int | float | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A value that is sent to the host but never printed, logged or stored."""
+
+    value: str = field(repr=False)
+
+    def __str__(self) -> str:
+        return MASK
+
+    def __repr__(self) -> str:
+        return f"Secret({MASK!r})"
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Shell syntax inserted verbatim (operators such as `&&`, `|`, `>`): never user data."""
+
+    text: str
+
+
+def quote(value: Value) -> str:
+    """Quote one value for a POSIX shell; NUL bytes cannot be passed and are refused."""
+    text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    if "\0" in text:
+        raise ValueError("a shell argument cannot contain a NUL byte")
+    return shlex.quote(text)
+
+
+def looks_secret(name: str) -> bool:
+    """Whether an environment variable's name suggests a secret (HF_TOKEN, OPENAI_API_KEY, ...)."""
+    upper = name.upper()
+    return any(word in upper for word in _SECRET_WORDS)
+
+
+def mask_env(env: Mapping[str, str], secret_names: Iterable[str] = ()) -> dict[str, str]:
+    """A copy of `env` with named or secret-looking values replaced by `***`."""
+    named = set(secret_names)
+    return {k: (MASK if k in named or looks_secret(k) else v) for k, v in env.items()}
+
+
+def check_env_name(name: str) -> str:
+    """Return `name` if it is a valid shell variable name, else raise ValueError."""
+    if not _NAME.match(name):
+        raise ValueError(f"not a valid environment variable name: {name!r}")
+    return name
+
+
+class ShellCommand:
+    """A shell command built from parts: values quoted, `Raw` verbatim, `Secret` masked in `str()`."""
+
+    __slots__ = ("_masked", "_raw")
+
+    def __init__(self, *parts: Part) -> None:
+        raw: list[str] = []
+        masked: list[str] = []
+        for part in parts:
+            r, m = _render(part)
+            raw.append(r)
+            masked.append(m)
+        self._raw = " ".join(raw)
+        self._masked = " ".join(masked)
+
+    @classmethod
+    def assign(cls, name: str, value: Value | Secret) -> ShellCommand:
+        """One `NAME=value` word (an environment prefix or a shell assignment)."""
+        check_env_name(name)
+        r, m = _render(value)
+        cmd = cls()
+        cmd._raw, cmd._masked = f"{name}={r}", f"{name}={m}"
+        return cmd
+
+    def raw(self) -> str:
+        """The command as sent to the host, secrets included."""
+        return self._raw
+
+    def __str__(self) -> str:
+        return self._masked
+
+    def __repr__(self) -> str:
+        return f"ShellCommand({self._masked!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ShellCommand) and other._raw == self._raw
+
+    def __hash__(self) -> int:
+        return hash(self._raw)
+
+    def __add__(self, other: Part) -> ShellCommand:
+        return ShellCommand(self, other)
+
+
+Part = Value | Secret | Raw | ShellCommand
+
+
+def _render(part: Part) -> tuple[str, str]:
+    if isinstance(part, ShellCommand):
+        return part._raw, part._masked
+    if isinstance(part, Raw):
+        return part.text, part.text
+    if isinstance(part, Secret):
+        # Quoted like any value; only the masked form is fixed, so its length leaks nothing.
+        return quote(part.value), MASK
+    quoted = quote(part)
+    return quoted, quoted

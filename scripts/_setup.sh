@@ -1,0 +1,27 @@
+# Shared setup for scripts/test, scripts/demo and the benchmarks (sourced, not run).
+PY=${PYTHON:-python3}
+
+setup_venv() {  # $1: extra to install ("" for none)
+  if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+  fi
+  local target="."
+  [ -n "${1:-}" ] && target=".[${1}]"
+  local stamp=".venv/.installed-${1:-base}"
+  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+    .venv/bin/python -m pip install -q -e "$target"
+    touch "$stamp"
+  fi
+}
+
+ensure_sshd() {  # the SSH tests need OpenSSH's sshd; install it where we can
+  if [ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null; then return 0; fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing openssh-server (needed by the SSH tests)"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client procps >/dev/null
+  else
+    echo "warning: no sshd and cannot install it; SSH tests will fail under CI=true, skip otherwise" >&2
+  fi
+}
