@@ -1,16 +1,16 @@
 """The orchestrator's own failures. A server's failure is never an exception: it is a Verdict.
 
-    OrchestratorError
-    ├── ConfigError            bad matrix / hosts / scenario file: file, line, fix
-    ├── TransportError         the host could not be reached or driven (seam 1)
-    │   ├── ConnectFailed      could not connect or authenticate
-    │   ├── HostKeyRejected    unknown or changed host key
-    │   ├── ConnectionLost     an established connection dropped
-    │   └── CommandTimeout     a remote command outlived its timeout
-    ├── ProbeError             the HTTP probe client itself failed (seam 2)
-    ├── StoreError             the SQLite store failed or holds something unexpected (seam 3)
-    ├── HostBusy               GPUs held by others, or another sweep holds the host lock
-    └── LaunchError            a launch could not be started (run dir unwritable, disk full)
+OrchestratorError
+├── ConfigError            bad matrix / hosts / scenario file: file, line, fix
+├── TransportError         the host could not be reached or driven (seam 1)
+│   ├── ConnectFailed      could not connect or authenticate
+│   ├── HostKeyRejected    unknown or changed host key
+│   ├── ConnectionLost     an established connection dropped
+│   └── CommandTimeout     a remote command outlived its timeout
+├── ProbeError             the HTTP probe client itself failed (seam 2)
+├── StoreError             the SQLite store failed or holds something unexpected (seam 3)
+├── HostBusy               GPUs held by others, or another sweep holds the host lock
+└── LaunchError            a launch could not be started (run dir unwritable, disk full)
 """
 
 from __future__ import annotations

@@ -59,9 +59,7 @@ def login_user() -> str:
     """
     if os.geteuid() != 0:
         return getpass.getuser()
-    try:
-        pwd.getpwnam(LOGIN_USER)
-    except KeyError:
+    if not _user_exists(LOGIN_USER):
         cmd = ["useradd", "-o", "-u", "0", "-g", "0", "-M", "-d", LOGIN_HOME, "-s", "/bin/sh", LOGIN_USER]
         made = subprocess.run(cmd, capture_output=True, text=True)
         if made.returncode not in (0, 9):  # 9: created meanwhile by another test process
@@ -71,6 +69,14 @@ def login_user() -> str:
     # sshd prints "Could not chdir to home directory" on every command's stderr without it.
     os.makedirs(LOGIN_HOME, mode=0o700, exist_ok=True)
     return LOGIN_USER
+
+
+def _user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 def _stat(pid: int) -> tuple[str, int] | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.config.load import builtin_sim_host, load_hosts
-from orchestrator.config.model import HostConfig, SecretRef, masked_env, resolve_env
+from orchestrator.config.model import EnvValue, HostConfig, SecretRef, masked_env, resolve_env
 from orchestrator.errors import ConfigError, ConfigErrors
 from tests.paths import REPO
 
@@ -47,6 +47,11 @@ def test_shipped_hosts(tmp_path: Path) -> None:
     assert sim.workdir.startswith("/tmp/")
     assert sim.deadlines["model_load"] == 20
     assert hosts["local"].transport == "local" and hosts["local"].launcher == "python -m sglang.launch_server"
+
+
+def test_shipped_hosts_in_place() -> None:
+    sim = load_hosts(HOSTS)["sim"]
+    assert sim.scenario == str((REPO / "configs" / "sim" / "glm5-nvfp4-sm120.yaml").resolve())
 
 
 def test_commented_real_host_example_is_valid(tmp_path: Path) -> None:
@@ -132,7 +137,12 @@ def test_unknown_install_is_a_config_error() -> None:
 
 
 def test_resolve_env_reads_secrets_at_launch() -> None:
-    env = {"HF_TOKEN": SecretRef("ORCH_HF"), "MY_URL": "http://x", "PLAIN": "1", "DB_PASSWORD": "hunter2"}
+    env: dict[str, EnvValue] = {
+        "HF_TOKEN": SecretRef("ORCH_HF"),
+        "MY_URL": "http://x",
+        "PLAIN": "1",
+        "DB_PASSWORD": "hunter2",
+    }
     plain, secrets = resolve_env(env, {"ORCH_HF": "hf_abc"}, secret_names=["MY_URL"])
     assert plain == {"PLAIN": "1"}
     assert secrets == {"HF_TOKEN": "hf_abc", "MY_URL": "http://x", "DB_PASSWORD": "hunter2"}

@@ -81,7 +81,8 @@ def test_no_axes_each_include_is_one_job() -> None:
 def test_everything_excluded_leaves_only_includes() -> None:
     m = matrix({"os": ["a"]}, exclude=[{"os": "a"}], include=[{"x": 1}])
     assert combos(m) == [{"x": 1}]
-    assert matrix({"os": ["a"]}, exclude=[{"os": "a"}]).axes and count_cells(matrix({"os": ["a"]}, exclude=[{"os": "a"}])) == 0
+    nothing = matrix({"os": ["a"]}, exclude=[{"os": "a"}])
+    assert expand(nothing) == [] and count_cells(nothing) == 0
 
 
 def test_identical_new_combinations_run_once() -> None:
@@ -121,10 +122,10 @@ def test_base_flags_and_env_reach_every_cell() -> None:
 
 
 def test_expansion_streams() -> None:
-    huge = matrix({f"a{i}": list(range(20)) for i in range(10)}, exclude=[{"a0": 0}], include=[{"a1": 3, "z": 1}])
+    huge = matrix({f"a{i}": list(range(20)) for i in range(10)}, exclude=[{"a9": 0}], include=[{"a1": 3, "z": 1}])
     started = time.perf_counter()
     first = next(iter_cells(huge))
-    assert first.flags["a0"] == 1
+    assert first.flags["a9"] == 1
     assert count_cells(huge, limit=5000) > 5000
     assert time.perf_counter() - started < 1.0
     lower, upper = size_bounds(huge)

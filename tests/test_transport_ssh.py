@@ -1,4 +1,4 @@
-"""What only the SSH transport does: host keys, ssh config aliases, connection reuse and recovery, quoting over the wire."""
+"""What only the SSH transport does: host keys, ssh config aliases, reuse and recovery, quoting over the wire."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,12 +115,13 @@ def test_connection_is_reused_with_tcp_nodelay(sshd: SshdHost, transport: SshTra
 def test_dropped_connection_is_reopened_transparently(sshd: SshdHost, transport: SshTransport, tmp_path: Path) -> None:
     (tmp_path / "log").write_bytes(b"0123456789")
     transport.run("true")
-    for operation in (
+    operations: list[Callable[[], bool]] = [
         lambda: transport.run("echo back").stdout == b"back\n",
         lambda: transport.read_range(str(tmp_path / "log"), 4, 3) == b"456",
         lambda: transport.file_size(str(tmp_path / "log")) == 10,
         lambda: transport.group_alive(os.getpgid(0)),
-    ):
+    ]
+    for operation in operations:
         logins = sshd.accepted_logins()
         assert sshd.kill_connections()
         assert operation()
@@ -129,11 +130,11 @@ def test_dropped_connection_is_reopened_transparently(sshd: SshdHost, transport:
 
 def test_drop_during_a_command_reruns_it_only_if_idempotent(sshd: SshdHost, transport: SshTransport) -> None:
     transport.run("true")
-    threading.Timer(0.2, sshd.kill_connections).start()
-    assert transport.run("sleep 0.5; echo done").stdout == b"done\n"  # re-run on a new connection
-    threading.Timer(0.2, sshd.kill_connections).start()
+    threading.Timer(0.1, sshd.kill_connections).start()
+    assert transport.run("sleep 0.3; echo done").stdout == b"done\n"  # re-run on a new connection
+    threading.Timer(0.1, sshd.kill_connections).start()
     with pytest.raises(ConnectionLost):
-        transport.run("sleep 0.5; echo once", idempotent=False)
+        transport.run("sleep 0.3; echo once", idempotent=False)
 
 
 def test_sshd_restart_is_survived_and_a_dead_host_reported(fast_retries: None) -> None:
@@ -204,7 +205,7 @@ PAYLOADS = [
     "$((1+1))", "${{HOME}}", "$HOME", "*", "/*", "?", "[a-z]*", "~", "~root", "-rf", "--help", "-", "a\tb",
     "> {canary}", "< /etc/passwd", "& touch {canary} &", "!$", "{{a,b}}", "#comment", "", " ", "ünïcødé ✓ 日本",
     "it's", 'say "hi"', "\\", "\\n", "$'\\x41'", "%s%n", "\x1b[31mred",
-]
+]  # fmt: skip
 
 
 def test_injection_payloads_arrive_literally(sshd: SshdHost, transport: SshTransport, tmp_path: Path) -> None:
@@ -215,7 +216,7 @@ def test_injection_payloads_arrive_literally(sshd: SshdHost, transport: SshTrans
 
     out = tmp_path / "out dir" / "args"
     out.parent.mkdir()
-    command = ShellCommand("printf", "%s\\0", *payloads, Raw(">"), out, Raw("; printf %s \"$PAYLOAD\" >>"), out)
+    command = ShellCommand("printf", "%s\\0", *payloads, Raw(">"), out, Raw('; printf %s "$PAYLOAD" >>'), out)
     pid = transport.start_detached(
         command.raw(), str(tmp_path / "log"), str(tmp_path / "pid"), cwd=str(tmp_path),
         secrets={"PAYLOAD": payloads[0] + payloads[8]},
@@ -223,7 +224,8 @@ def test_injection_payloads_arrive_literally(sshd: SshdHost, transport: SshTrans
     deadline = time.monotonic() + 5
     while transport.group_alive(pid):
         assert time.monotonic() < deadline
-    assert out.read_bytes().decode().split("\0") == [*payloads, payloads[0] + payloads[8]], (tmp_path / "log").read_text()
+    log = (tmp_path / "log").read_text()
+    assert out.read_bytes().decode().split("\0") == [*payloads, payloads[0] + payloads[8]], log
     assert not canary.exists()
 
 

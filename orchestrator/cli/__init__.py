@@ -18,5 +18,11 @@ def main() -> None:
     app()
 
 
-from orchestrator.cli import table  # noqa: E402,F401
-from orchestrator.cli import run, sweep, validate  # noqa: E402,F401
+from orchestrator.cli import (  # noqa: E402,F401
+    analysis,
+    classify,
+    run,
+    sweep,
+    table,
+    validate,
+)

@@ -16,7 +16,7 @@ from orchestrator.config.model import HostConfig, Matrix
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.argv import cell_from_argv
 from orchestrator.settings import Deadlines
-from orchestrator.store.records import RunRecord, SweepRecord, new_sweep_id
+from orchestrator.store.records import RunRecord, SweepRecord
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.runner import SweepHooks, SweepOptions, start_sweep
@@ -57,7 +57,8 @@ def one_cell_matrix(host: HostConfig, argv: list[str]) -> Matrix:
     finally:
         session.close()
     text = "# orchestrator run\nflags:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in cell.flags.items())
-    return Matrix(name="run", path="<command line>", text=text, base_flags=dict(cell.flags), axes={})
+    # Every given flag is a one-value axis: the table then shows them all, and expansion gives one cell.
+    return Matrix(name="run", path="<command line>", text=text, axes={k: [v] for k, v in cell.flags.items()})
 
 
 def run_payload(store: Store, run: RunRecord) -> dict[str, Any]:

@@ -135,7 +135,8 @@ def matrix_checks(doc: LoadedYaml) -> list[ConfigError]:
     for index, name in enumerate(installs):
         if name in installs[:index]:
             errors.append(error_at(doc, ("installs", index), f"install {name!r} is listed twice", "list it once"))
-    if data.get("matrix") is None or (isinstance(data["matrix"], dict) and not axes and not section.get("include")):
+    given = data.get("matrix")
+    if given is None or (isinstance(given, dict) and not axes and not section.get("include")):
         message = "the matrix is empty: it has no axes and no include entries, so there is nothing to run"
         errors.append(error_at(doc, ("matrix",), message, "add an axis, e.g. `attention-backend: [triton, dsa]`"))
     return errors

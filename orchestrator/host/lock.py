@@ -14,7 +14,7 @@ import socket
 import time
 from dataclasses import dataclass
 
-from orchestrator.errors import HostBusy
+from orchestrator.errors import ConnectionLost, HostBusy
 from orchestrator.transport.base import Transport
 from orchestrator.transport.shell import quote
 
@@ -56,7 +56,7 @@ class HostLock:
     def acquire(self) -> None:
         """Take the lock, taking over a stale one; HostBusy names the live holder."""
         for _ in range(3):
-            if self.transport.run(f"mkdir {quote(self.dir)} 2>/dev/null", timeout=30).exit_code == 0:
+            if self._mkdir():
                 self.heartbeat()
                 return
             owner = self.owner()
@@ -90,7 +90,12 @@ class HostLock:
 
     def heartbeat(self) -> None:
         """Say we are still alive."""
-        data = {"hostname": self.me.hostname, "pid": self.me.pid, "sweep_id": self.me.sweep_id, "heartbeat": time.time()}
+        data = {
+            "hostname": self.me.hostname,
+            "pid": self.me.pid,
+            "sweep_id": self.me.sweep_id,
+            "heartbeat": time.time(),
+        }
         self.transport.write_file(self.owner_path, json.dumps(data))
 
     def release(self) -> None:
@@ -98,6 +103,15 @@ class HostLock:
         owner = self.owner()
         if owner is not None and (owner.hostname, owner.pid) == (self.me.hostname, self.me.pid):
             self._break()
+
+    def _mkdir(self) -> bool:
+        # Never re-sent blindly: a re-sent mkdir whose first reply was lost would find our own
+        # directory and call it someone else's. A lost reply reads as "not taken"; the owner check
+        # that follows then finds an ownerless lock and retakes it.
+        try:
+            return self.transport.run(f"mkdir {quote(self.dir)} 2>/dev/null", timeout=30, idempotent=False).ok
+        except ConnectionLost:
+            return False
 
     def _break(self) -> None:
         self.transport.run(f"rm -rf {quote(self.dir)}", timeout=30)

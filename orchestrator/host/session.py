@@ -15,6 +15,7 @@ import sys
 import time
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from orchestrator.config.model import HostConfig, resolve_env
 from orchestrator.errors import HostBusy, LaunchError
@@ -24,9 +25,9 @@ from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help
 from orchestrator.probe.client import ProbeClient
 from orchestrator.transport import open_transport
-from orchestrator.transport.ssh import SshTarget
 from orchestrator.transport.base import CommandResult, Transport
 from orchestrator.transport.shell import quote
+from orchestrator.transport.ssh_target import SshTarget
 
 SIM_BIN = Path(__file__).resolve().parents[1] / "sim" / "bin"
 PORT_SPACING = 1100
@@ -75,7 +76,7 @@ class HostSession:
         target = f'"$HOME"/{quote(raw[2:])}' if raw.startswith("~/") else quote(raw)
         result = self.sh(f"mkdir -p {target} && cd {target} && pwd", timeout=30)
         if result.exit_code != 0:
-            raise LaunchError(f"cannot create the working directory {raw} on {self.config.name}: {result.text_err}")
+            raise LaunchError(f"cannot create the working directory {raw} on {self.config.name}: {result.stderr_text}")
         return result.text.strip()
 
     @cached_property
@@ -117,7 +118,7 @@ class HostSession:
             if "usage:" not in result.text:
                 raise LaunchError(
                     f"`{' '.join(words)} --help` on {self.config.name} printed no usage (exit {result.exit_code}): "
-                    f"{(result.text_err or result.text)[-400:]}"
+                    f"{(result.stderr_text or result.text)[-400:]}"
                 )
             self._grammars[install] = parse_help(result.text, self.sglang_version(install))
         return self._grammars[install]
@@ -125,14 +126,16 @@ class HostSession:
     def sglang_version(self, install: str | None = None) -> str | None:
         """The SGLang version of an install."""
         if self.is_sim:
-            return self.sim_facts().get("sglang_version")
+            version = self.sim_facts().get("sglang_version")
+            return version if isinstance(version, str) else None
         python = python_for(self.config, install)
         return facts.parse_version(self.sh(facts.sglang_version_command(quote(python)), timeout=120).text)
 
     def packages(self, install: str | None = None) -> dict[str, str]:
         """Versions of the packages that decide SGLang's behaviour."""
         if self.is_sim:
-            return dict(self.sim_facts().get("packages", {}))
+            packages = self.sim_facts().get("packages", {})
+            return dict(packages) if isinstance(packages, dict) else {}
         python = python_for(self.config, install)
         return facts.parse_packages(self.sh(f"{quote(python)} {facts.PIP_LIST}", timeout=120).text)
 
@@ -177,9 +180,7 @@ class HostSession:
         """A port free on the host and at least PORT_SPACING away from every port in `avoid`."""
         base = self.config.port_base
         candidates = [
-            p
-            for p in range(base, 65000 - PORT_SPACING, PORT_SPACING)
-            if all(abs(p - q) >= PORT_SPACING for q in avoid)
+            p for p in range(base, 65000 - PORT_SPACING, PORT_SPACING) if all(abs(p - q) >= PORT_SPACING for q in avoid)
         ][:16]
         script = quote(_FREE_PORTS_SCRIPT)
         python = quote(self.config.python)
@@ -190,7 +191,11 @@ class HostSession:
 
     def probe_client(self, port: int) -> ProbeClient:
         """An HTTP client for a server on the host's loopback (through SSH when the host is remote)."""
-        http = self.transport.http_transport() if hasattr(self.transport, "http_transport") else None
+        # Imported here: paramiko costs every command ~0.3 s at import, and local hosts never need it.
+        from orchestrator.transport.ssh import SshTransport
+        from orchestrator.transport.tunnel import TunnelTransport
+
+        http = TunnelTransport(self.transport.open_channel) if isinstance(self.transport, SshTransport) else None
         return ProbeClient(f"http://127.0.0.1:{port}", transport=http)
 
     def run_dir(self, run_id: str) -> str:
@@ -198,8 +203,7 @@ class HostSession:
         return posixpath.join(self.workdir, "runs", run_id)
 
 
-
-def transport_spec(config: HostConfig) -> str | SshTarget:
+def transport_spec(config: HostConfig) -> Literal["local"] | SshTarget:
     """What `open_transport` needs to reach a host."""
     if config.transport in ("local", "sim"):
         return "local"

@@ -21,12 +21,15 @@ _FACTS = (
     (re.compile(r"capital (city )?of italy", re.I), "Rome", "the capital of Italy"),
     (re.compile(r"largest planet", re.I), "Jupiter", "the largest planet in the solar system"),
 )
+_FIXED = ((re.compile(r"count from one to five", re.I), "One, two, three, four, five."),)
 _WORDS = (
     "the system", "a model", "this approach", "the result", "each layer", "the server", "a request", "the answer",
     "careful measurement", "the next step", "an example", "the data", "this question", "a simple rule",
 )
 _VERBS = ("depends on", "shows", "improves", "describes", "follows from", "changes", "supports", "explains")
-_JUNK = (" the", " the", "!!", " ocument", " ,", "\u00e9", " onic", " Lyon", "\u7684", " quand", " ____", " ;")
+_GARBAGE_TOKENS = ("!", " the", " nan", "\ufffd")
+"""What NaN logits or a wrong kernel make a model emit: one token over and over (`!` is token id 0 in many
+vocabularies), a stuck common word, `nan`, undecodable bytes."""
 EOS_TOKEN = 151329
 
 
@@ -55,13 +58,12 @@ def generate(prompt: str, *, max_new_tokens: int, temperature: float, seed: int 
     greedy = temperature <= 0
     rng = random.Random(_digest(prompt) if greedy else (seed if seed is not None else random.getrandbits(64)))
     if garbage:
-        text = "".join(rng.choice(_JUNK) for _ in range(max(1, min(max_new_tokens, 24))))
-    else:
-        text = _known(prompt, greedy, rng) or _plausible(rng)
+        return Answer(rng.choice(_GARBAGE_TOKENS) * max_new_tokens, max_new_tokens, "length")
+    text = _known(prompt, greedy, rng) or _plausible(rng)
     pieces = split_tokens(text)
     if len(pieces) > max_new_tokens:
         return Answer("".join(pieces[:max_new_tokens]), max_new_tokens, "length")
-    return Answer(text, len(pieces), "length" if garbage else "stop")
+    return Answer(text, len(pieces), "stop")
 
 
 def _known(prompt: str, greedy: bool, rng: random.Random) -> str | None:
@@ -75,6 +77,9 @@ def _known(prompt: str, greedy: bool, rng: random.Random) -> str | None:
             return f" {result}"
         options = [f"{a} {shown} {b} = {result}.", f"The answer is {result}.", f"{a} {shown} {b} equals {result}."]
         return options[0] if greedy else rng.choice(options)
+    for pattern, text in _FIXED:
+        if pattern.search(prompt):
+            return text
     for pattern, answer, subject in _FACTS:
         if pattern.search(prompt):
             if completion and not greedy and rng.random() < 0.5:

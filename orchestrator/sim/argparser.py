@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import ConfigError
+from orchestrator.matrix.flags import canonical_name, canonical_value
 from orchestrator.matrix.grammar import FlagGrammar, FlagSpec
-from orchestrator.sim.canon import canonical_name, canonical_value
 
 GRAMMARS_ENV = "ORCH_SIM_GRAMMARS"
 GRAMMARS_DIR = Path(__file__).resolve().parent / "grammars"
@@ -53,8 +53,8 @@ def load_grammar(version: str) -> FlagGrammar:
 def build_parser(grammar: FlagGrammar) -> argparse.ArgumentParser:
     """An argparse parser accepting exactly the grammar's options, spellings and choices."""
     parser = argparse.ArgumentParser(prog=grammar.prog, allow_abbrev=True)
-    seen = {"-h", "--help"}
-    for spec in grammar.flags:
+    seen: set[str] = set()
+    for spec in options(grammar):
         names = [n for n in _option_names(spec) if n not in seen]
         if not names:
             continue
@@ -66,7 +66,7 @@ def build_parser(grammar: FlagGrammar) -> argparse.ArgumentParser:
 def given_flags(grammar: FlagGrammar, namespace: argparse.Namespace) -> dict[str, str]:
     """The flags a launch set, by canonical name, as canonical strings (`true`/`false` for switches)."""
     given: dict[str, str] = {}
-    for spec in grammar.flags:
+    for spec in options(grammar):
         value = getattr(namespace, spec.dest, None)
         if value is None or (value is False and not spec.negatable):
             continue
@@ -76,13 +76,18 @@ def given_flags(grammar: FlagGrammar, namespace: argparse.Namespace) -> dict[str
         elif isinstance(value, list):
             given[name] = " ".join(str(v) for v in value)
         else:
-            given[name] = canonical_value(name, str(value))
+            given[name] = str(canonical_value(name, str(value)))
     return given
 
 
 def raw_values(grammar: FlagGrammar, namespace: argparse.Namespace) -> dict[str, Any]:
     """Every option's parsed value by argparse dest, in grammar order (what `server_args=` prints)."""
-    return {spec.dest: getattr(namespace, spec.dest, None) for spec in grammar.flags}
+    return {spec.dest: getattr(namespace, spec.dest, None) for spec in options(grammar)}
+
+
+def options(grammar: FlagGrammar) -> list[FlagSpec]:
+    """The grammar's options except --help, which argparse provides itself."""
+    return [spec for spec in grammar.flags if not {"-h", "--help"} & set(spec.names)]
 
 
 def _option_names(spec: FlagSpec) -> list[str]:

@@ -7,13 +7,15 @@ HTTP/1.1 with keep-alive; streaming answers are server-sent events in chunked en
 from __future__ import annotations
 
 import json
+import sys
 import time
 import uuid
 import zlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from orchestrator.sim.answers import EOS_TOKEN, Answer, count_tokens, split_tokens
@@ -37,6 +39,15 @@ class Api:
     model_info: dict[str, Any]
     server_info: Callable[[], dict[str, Any]]
     max_model_len: int
+
+
+class HttpServer(ThreadingHTTPServer):
+    """The stdlib threading server, quiet about clients that hang up (uvicorn logs nothing for them either)."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Print unexpected handler errors as socketserver does, but not dropped connections."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
@@ -92,7 +103,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(texts, (str, list)):
             raise BadRequest("Either text or input_ids should be provided.")
         params = body.get("sampling_params") or {}
-        requests = [_request(str(t), params, "max_new_tokens", 128) for t in (texts if isinstance(texts, list) else [texts])]
+        prompts = texts if isinstance(texts, list) else [texts]
+        requests = [_request(str(t), params, "max_new_tokens", 128) for t in prompts]
         if body.get("stream") and isinstance(texts, str):
             rid = uuid.uuid4().hex
             text = ""
@@ -106,14 +118,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(json.dumps({"text": answer.text, "meta_info": _meta(rid, requests[0], answer)}))
             self._end_stream()
             return
-        results = []
-        for request in requests:
-            started = time.monotonic()
-            answer = self.api.engine.generate(request)
-            ids = [1000 + zlib.crc32(p.encode()) % 50000 for p in split_tokens(answer.text)]
-            meta = {**_meta(uuid.uuid4().hex, request, answer), "e2e_latency": time.monotonic() - started}
-            results.append({"text": answer.text, "output_ids": ids, "meta_info": meta})
+        # A batch is decoded together, as the scheduler would run it: its requests are in flight at once.
+        with ThreadPoolExecutor(max_workers=len(requests) or 1) as pool:
+            results = list(pool.map(self._one, requests))
         self._json(results if isinstance(texts, list) else results[0])
+
+    def _one(self, request: GenRequest) -> dict[str, Any]:
+        started = time.monotonic()
+        answer = self.api.engine.generate(request)
+        ids = [1000 + zlib.crc32(p.encode()) % 50000 for p in split_tokens(answer.text)]
+        meta = {**_meta(uuid.uuid4().hex, request, answer), "e2e_latency": time.monotonic() - started}
+        return {"text": answer.text, "output_ids": ids, "meta_info": meta}
 
     def _chat(self, body: dict[str, Any]) -> None:
         messages = body.get("messages")
@@ -131,15 +146,17 @@ class _Handler(BaseHTTPRequestHandler):
     def _openai(self, body: dict[str, Any], prompt: str, kind: str) -> None:
         tokens_key = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
         request = _request(prompt, body, tokens_key, DEFAULT_CHAT_MAX_TOKENS)
-        rid, created, model = f"{uuid.uuid4().hex}", int(time.time()), str(body.get("model") or self.api.model_name)
+        rid, created, model = uuid.uuid4().hex, int(time.time()), str(body.get("model") or self.api.model_name)
         chat = kind == "chat.completion"
         if body.get("stream"):
             base = {"id": rid, "object": f"{kind}.chunk" if chat else kind, "created": created, "model": model}
 
             def chunk(piece: str | None, finish: str | None = None, role: bool = False) -> str:
                 choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": finish}
-                if chat:
-                    choice["delta"] = {"role": "assistant", "content": ""} if role else {"content": piece} if piece else {}
+                if chat and role:
+                    choice["delta"] = {"role": "assistant", "content": ""}
+                elif chat:
+                    choice["delta"] = {"content": piece} if piece else {}
                 else:
                     choice["text"] = piece or ""
                 return json.dumps({**base, "choices": [choice]})

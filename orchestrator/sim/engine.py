@@ -18,6 +18,7 @@ from typing import NoReturn
 
 from orchestrator.model import Phase
 from orchestrator.sim import answers
+from orchestrator.sim.failures import HEALTH_CHECK_FAILED
 from orchestrator.sim.logfmt import LogWriter
 from orchestrator.sim.plan import Failure, LaunchPlan
 from orchestrator.sim.scenario import Timing
@@ -54,9 +55,13 @@ class Engine:
         self._requests = 0
         self._in_flight = 0
         self._answered = False
+        self._health_failure_logged = False
 
     def healthy(self) -> bool:
-        """Ready and not stuck: what /health reports."""
+        """Ready and not stuck: what /health reports. The first check that finds it stuck logs SGLang's line."""
+        if self.stuck and not self._health_failure_logged:
+            self._health_failure_logged = True
+            self.log.info(HEALTH_CHECK_FAILED.format(tic=time.strftime("%H:%M:%S")))
         return self.ready and not self.stuck
 
     def mark_ready(self) -> None:
@@ -92,16 +97,21 @@ class Engine:
     def _due(self, request: GenRequest, external: bool) -> Failure | None:
         if not external:
             due, self._warmup = self._warmup, None
-            return due if due is not None and due.kind not in ("warmup_request_failed",) else None
-        greedy = request.temperature <= 0
-        return self._take(
-            lambda f: f.on_request == self._requests
-            if f.on_request is not None
-            else (f.phase is Phase.GREEDY_DECODE and greedy)
-            or (f.phase is Phase.SAMPLED_DECODE and not greedy)
-            or (f.phase is Phase.CONCURRENT_DECODE and self._in_flight >= 2)
-            or f.phase is Phase.SERVING
-        )
+            # warmup_request_failed never reaches the server: the warm-up client fails on its own.
+            return due if due is not None and due.kind != "warmup_request_failed" else None
+        return self._take(lambda failure: self._meets(failure, greedy=request.temperature <= 0))
+
+    def _meets(self, failure: Failure, *, greedy: bool) -> bool:
+        """Whether the request being admitted sets `failure` off."""
+        if failure.on_request is not None:
+            return failure.on_request == self._requests
+        conditions = {
+            Phase.GREEDY_DECODE: greedy,
+            Phase.SAMPLED_DECODE: not greedy,
+            Phase.CONCURRENT_DECODE: self._in_flight >= 2,
+            Phase.SERVING: True,
+        }
+        return conditions.get(failure.phase, False)
 
     def _take(self, condition: Callable[[Failure], bool]) -> Failure | None:
         for failure in self._armed:

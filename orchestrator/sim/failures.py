@@ -1,10 +1,10 @@
-"""The text each simulated failure kind writes, in the form SGLang, PyTorch, CUDA and NCCL print it.
+"""Every failure text the simulator writes, in the form SGLang, PyTorch, CUDA, NCCL and uvicorn print it.
 
 Sources: reference/sglang-facts.md section 4 and the real logs in ../shared/fixtures/crash-logs/. A kind's
 text is the lines printed before the logged traceback (kernel asserts, NCCL warnings) plus the traceback,
-whose frames come from the phase it fails in (tracebacks.py) and the kind's own innermost frames.
-Kinds without text: `hang` (goes quiet), `process_killed` (SIGKILL, the log ends in `Killed`), `unknown`
-(exits without a word), `garbage` (answers wrongly). `invalid_argument` is an argparse error.
+whose frames come from the phase it fails in and the kind's own innermost frames (tracebacks.py holds the
+frames). Kinds without text: `hang` (goes quiet), `process_killed` (SIGKILL, the log ends in `Killed`),
+`unknown` (exits without a word), `garbage` (answers wrongly). `invalid_argument` is an argparse error.
 """
 
 from __future__ import annotations
@@ -31,6 +31,17 @@ OOM_ADVICE = (
     "If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to "
     "avoid fragmentation.  See documentation for Memory Management  "
     "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+)
+SCHEDULER_EXCEPTION = "Scheduler hit an exception: "
+SIGQUIT_RECEIVED = "Received sigquit from a child process. It usually means the child failed."
+KILLED = "Killed"
+CHILD_FAILED = "Child process unexpectedly failed with an exit code {code}. pid={pid}"
+KILL_TREE = "kill_process_tree called: parent_pid={pid}, include_parent=False, pid={pid}"
+WARMUP_FAILED = "Initialization failed. warmup error: "
+BIND_FAILED = "ERROR:    [Errno {errno}] error while attempting to bind on address ('{host}', {port}): {reason}"
+HEALTH_CHECK_FAILED = (
+    "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
+    "tic start time: {tic}. last_heartbeat time: {tic}"
 )
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b")
 
@@ -128,7 +139,8 @@ def _nan_in_probs(ctx: Context) -> Parts:
         "thread: [{thread},0,0] Assertion `cumdist[size - 1] > static_cast<scalar_t>(0)` failed."
     )
     second = tb.render(tb.PROCESS_RESULT)
-    tail = [exception_line(NAN_TEXT, ctx), *CHAINED, *second, *_cuda(ctx, "device-side assert triggered", root_cause=False)]
+    assert_error = _cuda(ctx, "device-side assert triggered", root_cause=False)
+    tail = [exception_line(NAN_TEXT, ctx), *CHAINED, *second, *assert_error]
     return before, (), tail
 
 
@@ -151,9 +163,10 @@ def _illegal_memory_access(ctx: Context) -> Parts:
 
 def _oom(ctx: Context) -> Parts:
     free_mib = max(0.0, (ctx.total_gib - ctx.used_gib - ctx.other_gib) * 1024)
+    tried_gib = max(2.0, free_mib / 1024 + 1.0)  # what failed is always a little more than what was left
     holders = f"Process {ctx.other_pid} has {ctx.other_gib:.2f} GiB memory in use. " if ctx.other_pid else ""
     text = (
-        f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU {ctx.gpu} has a total "
+        f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {tried_gib:.2f} GiB. GPU {ctx.gpu} has a total "
         f"capacity of {ctx.total_gib:.2f} GiB of which {free_mib:.2f} MiB is free. {holders}Including non-PyTorch "
         f"memory, this process has {ctx.used_gib:.2f} GiB memory in use. Of the allocated memory "
         f"{max(0.0, ctx.used_gib - 0.5):.2f} GiB is allocated by PyTorch, and 162.87 MiB is reserved by PyTorch but "
@@ -212,7 +225,8 @@ def _weights(ctx: Context) -> Parts:
 
 def _import(ctx: Context) -> Parts:
     frames = (
-        ("S/srt/layers/quantization/fp8_kernel.py", 46, "<module>", "from sgl_kernel import sgl_per_token_group_quant_fp8"),
+        ("S/srt/layers/quantization/fp8_kernel.py", 46, "<module>",
+         "from sgl_kernel import sgl_per_token_group_quant_fp8"),
         ("P/sgl_kernel/__init__.py", 5, "<module>", "common_ops = _load_architecture_specific_ops()"),
         ("P/sgl_kernel/load_utils.py", 188, "_load_architecture_specific_ops", "raise ImportError(error_msg)"),
     )

@@ -8,6 +8,7 @@ when it wrote the file (so a recycled pid does not inherit a dead holder's GPUs)
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -102,10 +103,8 @@ def hold(state: Path, memory_by_gpu: dict[int, int], *, server_pid: int | None =
 
 def release(state: Path) -> None:
     """Forget what the calling process holds."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         (state / f"hold-{os.getpid()}.json").unlink()
-    except FileNotFoundError:
-        pass
 
 
 def holdings(state: Path) -> list[Holding]:
@@ -159,7 +158,5 @@ def _write_atomic(path: Path, data: dict[str, Any]) -> None:
 
 
 def _unlink_quietly(path: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         path.unlink()
-    except OSError:
-        pass

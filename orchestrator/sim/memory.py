@@ -7,8 +7,7 @@ no room left for the KV cache (`Not enough memory. Please try to increase --mem-
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 CONTEXT_GIB = 0.55
 """CUDA context, NCCL buffers and torch's own allocations before the weights."""
@@ -49,15 +48,6 @@ class MemoryPlan:
     def kv_fits(self) -> bool:
         """Whether --mem-fraction-static leaves room for a usable KV cache."""
         return self.kv_gib >= 0.25 and self.tokens >= 1024
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (ranks get it over their control socket)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MemoryPlan:
-        """Rebuild from `to_dict` output."""
-        return cls(**data)
 
 
 def default_mem_fraction(total_gib: float) -> float:

@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from orchestrator.matrix.flags import canonical_name, canonical_value
 from orchestrator.model import Phase
-from orchestrator.sim.canon import canonical_name, canonical_value
 from orchestrator.sim.scenario import FailSpec, Rule, Scalar, Scenario
 
 STARTUP = (Phase.ARG_PARSE, Phase.IMPORT, Phase.MODEL_LOAD, Phase.MEMORY_ALLOC, Phase.CUDA_GRAPH_CAPTURE, Phase.WARMUP)
@@ -58,14 +58,13 @@ def normalize(name: str, value: Scalar) -> str:
         return "true" if value else "false"
     if value is None:
         return "auto"
-    return canonical_value(name, str(value))
+    return str(canonical_value(name, str(value)))
 
 
 def resolve(scenario: Scenario, given: Mapping[str, str]) -> dict[str, str]:
     """The given flags plus what each `auto:` entry resolves an unset or `auto` flag to."""
     resolved = dict(given)
-    for name, value in scenario.auto.items():
-        key = canonical_name(name)
+    for key, value in scenario.autos().items():
         if given.get(key, "auto") == "auto":
             resolved[key] = normalize(key, value)
     return resolved
@@ -88,9 +87,18 @@ def rule_matches(rule: Rule, given: Mapping[str, str], resolved: Mapping[str, st
 
 
 def make_plan(
-    scenario: Scenario, given: Mapping[str, str], *, launch_number: int, extra: Iterable[Failure] = ()
+    scenario: Scenario,
+    given: Mapping[str, str],
+    *,
+    launch_number: int,
+    extra: Iterable[Failure] = (),
+    skipped: Iterable[Phase] = (),
 ) -> LaunchPlan:
-    """Apply the scenario's rules to a launch's canonical flags; `extra` adds failures of the host itself."""
+    """Apply the scenario's rules to a launch's canonical flags.
+
+    `extra` adds failures of the host itself; failures at `skipped` phases (CUDA graphs disabled, warm-up
+    skipped) cannot happen, because the launch never goes through them.
+    """
     resolved = resolve(scenario, given)
     warnings: list[str] = []
     failures = list(extra)
@@ -104,6 +112,7 @@ def make_plan(
             garbage.add(failure.phase)
         elif failure is not None:
             failures.append(failure)
+    failures = [f for f in failures if f.phase not in set(skipped)]
     startup = [f for f in failures if f.phase in STARTUP and f.on_request is None]
     first = min(startup, key=lambda f: f.phase.order) if startup else None
     serving = tuple(f for f in failures if f not in startup)

@@ -1,11 +1,10 @@
 """One scheduler rank of the simulated server: a child process holding one GPU, like SGLang's schedulers.
 
-Started by the main process as `python -m orchestrator.sim.rank --control-fd N`; its first line on that
-socket is its RankConfig. It walks through the startup phases, logging SGLang's markers with its ` TPi` tag,
-holds its GPU in the state directory, says `ready`, then waits for commands. A failure prints the kind's text
-as `Scheduler hit an exception: Traceback ...` and sends SIGQUIT to the main process, as SGLang's
-`run_scheduler_process` does. When the main process goes away the rank follows it (SGLang sets
-PR_SET_PDEATHSIG), unless it is meant to linger after a shutdown that hangs.
+Forked by the main process (ranks.py) with a socketpair for control. It walks through the startup phases,
+logging SGLang's markers with its ` TPi` tag, holds its GPU in the state directory, says `ready`, then waits
+for commands. A failure prints the kind's text as `Scheduler hit an exception: Traceback ...` and sends
+SIGQUIT to the main process, as SGLang's `run_scheduler_process` does. When the main process goes away the
+rank follows it (SGLang sets PR_SET_PDEATHSIG), unless it is meant to linger after a shutdown that hangs.
 """
 
 from __future__ import annotations
@@ -14,20 +13,22 @@ import json
 import os
 import signal
 import socket
-import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
 from orchestrator.sim import gpu_state
-from orchestrator.sim.failures import Context, scheduler_failure
+from orchestrator.sim.failures import SCHEDULER_EXCEPTION, Context, scheduler_failure
 from orchestrator.sim.logfmt import LogWriter, fmt, rank_tag
 from orchestrator.sim.memory import CONTEXT_GIB, MemoryPlan
+from orchestrator.sim.scenario import Timing
 
 STARTUP_PHASES = ("import", "model_load", "memory_alloc", "cuda_graph_capture")
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGQUIT})
 
 
 @dataclass(frozen=True)
@@ -36,23 +37,29 @@ class RankConfig:
 
     rank: int
     tp_size: int
-    gpu: int
+    gpu: int | None
+    """The physical GPU it holds (None: nothing visible for it; it fails before holding anything)."""
     server_pid: int
     state_dir: str
-    timing: dict[str, float]
-    memory: dict[str, Any]
+    timing: Timing
+    memory: MemoryPlan
     arch: str
     context_len: int
     cuda_graph_bs: list[int]
     """Empty when CUDA graphs are disabled."""
     chunked_prefill_size: int
-    failure: dict[str, Any] | None
-    """The startup failure: phase, kind, the rank that reports it, and its failures.Context."""
+    failure: StartupFailure | None
     linger: bool = False
 
-    def to_json(self) -> str:
-        """One line for the control socket."""
-        return json.dumps(asdict(self))
+
+@dataclass(frozen=True)
+class StartupFailure:
+    """How startup ends: at which phase, how, which rank reports it (the others stall), and what it says."""
+
+    phase: str
+    kind: str
+    rank: int
+    context: Context
 
 
 class Rank:
@@ -61,14 +68,16 @@ class Rank:
     def __init__(self, config: RankConfig, control: socket.socket) -> None:
         self.config = config
         self.control = control
-        self.memory = MemoryPlan.from_dict(config.memory)
+        self.memory = config.memory
         self.log = LogWriter(rank_tag(config.rank, config.tp_size))
         self.state = Path(config.state_dir)
         self._send_lock = threading.Lock()
 
-    def run(self, commands: Any) -> NoReturn:
+    def run(self, commands: Iterable[str]) -> NoReturn:
         """Start up, report ready, then serve commands until told to fail or the main process goes."""
         signal.signal(signal.SIGTERM, signal.SIG_IGN if self.config.linger else self._on_sigterm)
+        # Forked with stop signals blocked (ranks.py); now that they are handled, let them in.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         self._hold(CONTEXT_GIB)
         threading.Thread(target=self._read_commands, args=(commands,), daemon=True).start()
         self._startup()
@@ -77,14 +86,14 @@ class Rank:
 
     def _startup(self) -> None:
         timing, mem, log = self.config.timing, self.memory, self.log
-        time.sleep(timing["import_s"])
+        time.sleep(timing.import_s)
         self._checkpoint("import")
         log.info("Init torch distributed begin.")
-        time.sleep(timing["init_s"])
+        time.sleep(timing.init_s)
         log.info(f"Init torch distributed ends. mem usage={CONTEXT_GIB:.2f} GB")
         avail = mem.total_gib - CONTEXT_GIB
         log.info(f"Load weight begin. avail mem={avail:.2f} GB")
-        time.sleep(timing["load_weights_s"])
+        time.sleep(timing.load_weights_s)
         self._checkpoint("model_load")
         self._hold(CONTEXT_GIB + mem.weights_gib)
         avail -= mem.weights_gib
@@ -92,7 +101,7 @@ class Rank:
             f"Load weight end. type={self.config.arch}, dtype=torch.bfloat16, avail mem={avail:.2f} GB, "
             f"mem usage={mem.weights_gib:.2f} GB."
         )
-        time.sleep(timing["memory_alloc_s"])
+        time.sleep(timing.memory_alloc_s)
         self._checkpoint("memory_alloc")
         self._hold(CONTEXT_GIB + mem.weights_gib + mem.kv_gib)
         avail -= mem.kv_gib
@@ -116,7 +125,7 @@ class Rank:
         sizes = self.config.cuda_graph_bs
         self.log.info(f"Capture cuda graph begin. This can take up to several minutes. avail mem={avail:.2f} GB")
         self.log.info(f"Capture cuda graph bs {sizes}")
-        seconds = self.config.timing["capture_cuda_graph_s"]
+        seconds = self.config.timing.capture_cuda_graph_s
         time.sleep(seconds)
         self._checkpoint("cuda_graph_capture")
         left = avail - self.memory.graph_gib
@@ -134,11 +143,11 @@ class Rank:
 
     def _checkpoint(self, phase: str) -> None:
         failure = self.config.failure
-        if failure is None or failure["phase"] != phase:
+        if failure is None or failure.phase != phase:
             return
-        if failure["rank"] != self.config.rank:
+        if failure.rank != self.config.rank:
             _block()  # the other ranks wait in a collective that never completes
-        self.fail(failure["kind"], phase, Context.from_dict(failure["ctx"]))
+        self.fail(failure.kind, phase, failure.context)
 
     def fail(self, kind: str, phase: str, ctx: Context) -> NoReturn:
         """Die the way `kind` dies; the main process brings the rest of the server down."""
@@ -148,8 +157,8 @@ class Rank:
             os.kill(os.getpid(), signal.SIGKILL)
         if kind == "unknown":
             self._exit(1)
-        text = scheduler_failure(kind, phase, Context(**{**ctx.to_dict(), "pid": os.getpid(), "gpu": self.config.gpu}))
-        head = fmt(f"Scheduler hit an exception: {text.traceback[0]}", self.log.tag)
+        text = scheduler_failure(kind, phase, replace(ctx, pid=os.getpid()))
+        head = fmt(f"{SCHEDULER_EXCEPTION}{text.traceback[0]}", self.log.tag)
         self.log.raw(*text.before, head, *text.traceback[1:])
         try:
             os.kill(self.config.server_pid, signal.SIGQUIT)
@@ -158,11 +167,14 @@ class Rank:
         time.sleep(10)  # the main process kills every rank on SIGQUIT; this only bounds a lost signal
         self._exit(1)
 
-    def _read_commands(self, commands: Any) -> None:
-        for line in commands:
-            command = json.loads(line)
-            if command.get("op") == "fail":
-                self.fail(command["kind"], command["phase"], Context.from_dict(command["ctx"]))
+    def _read_commands(self, commands: Iterable[str]) -> None:
+        try:
+            for line in commands:
+                command = json.loads(line)
+                if command.get("op") == "fail":
+                    self.fail(command["kind"], command["phase"], Context.from_dict(command["ctx"]))
+        except OSError:
+            pass  # the main process is gone, which is what end-of-file means too
         if not self.config.linger:
             self._exit(0)
 
@@ -174,6 +186,8 @@ class Rank:
                 self._exit(0)
 
     def _hold(self, gib: float) -> None:
+        if self.config.gpu is None:
+            return
         name = f"sglang::scheduler_TP{self.config.rank}"
         gpu_state.hold(self.state, {self.config.gpu: int(gib * 1024)}, server_pid=self.config.server_pid, name=name)
 
@@ -190,14 +204,9 @@ def _block() -> NoReturn:
         time.sleep(3600)
 
 
-def main(argv: list[str]) -> None:
-    """Entry point: read the config from the control socket and run the rank."""
-    fd = int(argv[argv.index("--control-fd") + 1])
-    control = socket.socket(fileno=fd)
-    commands = control.makefile("r", encoding="utf-8")
-    config = RankConfig(**json.loads(commands.readline()))
-    Rank(config, control).run(commands)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def run_rank(config: RankConfig, control: socket.socket) -> NoReturn:
+    """Run one rank in this (freshly forked) process; it ends only by exiting."""
+    # The main process handles Ctrl-C for the whole server and stops the ranks itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+    Rank(config, control).run(control.makefile("r", encoding="utf-8"))

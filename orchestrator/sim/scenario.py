@@ -19,19 +19,21 @@ Errors name the file, the line and the key, and are raised as ConfigError(s).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from orchestrator.errors import ConfigError, ConfigErrors
+from orchestrator.matrix.flags import canonical_name, canonical_value
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.model import Category, Phase
 from orchestrator.sim.argparser import load_grammar
-from orchestrator.sim.canon import canonical_name, canonical_value
 from orchestrator.sim.gpu_state import DEFAULT_COMPUTE_CAP, DEFAULT_MEMORY_MIB, DEFAULT_NAME
 
-Scalar = Union[str, int, float, bool, None]
+Scalar = str | int | float | bool | None
+DEFAULT_AUTO: dict[str, str] = {"attention-backend": "flashinfer", "sampling-backend": "flashinfer"}
+"""What SGLang resolves these to on an SM120 host for an ordinary (MHA) model, unless the scenario says otherwise."""
 KINDS = frozenset(c.value for c in Category) | {"hang", "garbage", "flaky"}
 
 
@@ -42,15 +44,15 @@ class _Strict(BaseModel):
 class Timing(_Strict):
     """Seconds each phase takes; small defaults so a launch is ready in well under a second."""
 
-    import_s: float = Field(0.02, ge=0)
-    init_s: float = Field(0.02, ge=0)
-    load_weights_s: float = Field(0.05, ge=0)
-    memory_alloc_s: float = Field(0.02, ge=0)
-    capture_cuda_graph_s: float = Field(0.05, ge=0)
-    warmup_s: float = Field(0.02, ge=0)
-    prefill_s: float = Field(0.005, ge=0)
-    decode_token_s: float = Field(0.002, ge=0)
-    after_decode_s: float = Field(0.3, ge=0)
+    import_s: float = Field(default=0.02, ge=0)
+    init_s: float = Field(default=0.02, ge=0)
+    load_weights_s: float = Field(default=0.05, ge=0)
+    memory_alloc_s: float = Field(default=0.02, ge=0)
+    capture_cuda_graph_s: float = Field(default=0.05, ge=0)
+    warmup_s: float = Field(default=0.02, ge=0)
+    prefill_s: float = Field(default=0.005, ge=0)
+    decode_token_s: float = Field(default=0.002, ge=0)
+    after_decode_s: float = Field(default=0.3, ge=0)
     """How long after the first good answer an `after_decode` failure strikes."""
 
 
@@ -58,7 +60,7 @@ class GpuSpec(_Strict):
     """The host's GPU model."""
 
     name: str = DEFAULT_NAME
-    memory_mib: int = Field(DEFAULT_MEMORY_MIB, gt=0)
+    memory_mib: int = Field(default=DEFAULT_MEMORY_MIB, gt=0)
     compute_capability: str = DEFAULT_COMPUTE_CAP
 
 
@@ -67,9 +69,9 @@ class ModelSpec(_Strict):
 
     architecture: str = "LlamaForCausalLM"
     model_type: str = "llama"
-    weights_gib: float = Field(16.0, ge=0)
-    context_len: int = Field(131072, gt=0)
-    kv_bytes_per_token: int = Field(131072, gt=0)
+    weights_gib: float = Field(default=16.0, ge=0)
+    context_len: int = Field(default=131072, gt=0)
+    kv_bytes_per_token: int = Field(default=131072, gt=0)
     """KV cache bytes per token and rank in bf16."""
 
 
@@ -80,8 +82,8 @@ class FailSpec(_Strict):
     kind: str
     message: str | None = None
     """Replaces the kind's root-cause line; `{flag-name}` is replaced by the launch's value."""
-    on_request: int | None = Field(None, gt=0)
-    p: float = Field(0.5, ge=0, le=1)
+    on_request: int | None = Field(default=None, gt=0)
+    p: float = Field(default=0.5, ge=0, le=1)
     seed: int = 0
     then: str = "cuda_device_assert"
 
@@ -113,7 +115,7 @@ class FailSpec(_Strict):
 class Rule(_Strict):
     """Conditions on flags, and what a launch meeting all of them does."""
 
-    when: dict[str, Union[Scalar, list[Scalar]]] = Field(default_factory=dict)
+    when: dict[str, Scalar | list[Scalar]] = Field(default_factory=dict)
     warn: str | list[str] | None = None
     fail: FailSpec | None = None
 
@@ -122,13 +124,27 @@ class Scenario(_Strict):
     """A whole scenario file."""
 
     version: str
-    gpus: int = Field(8, gt=0)
-    gpu: GpuSpec = GpuSpec()
+    gpus: int = Field(default=8, gt=0)
+    gpu: GpuSpec = Field(default_factory=GpuSpec)
     packages: dict[str, str] = Field(default_factory=dict)
-    model: ModelSpec = ModelSpec()
-    timing: Timing = Timing()
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    timing: Timing = Field(default_factory=Timing)
     auto: dict[str, Scalar] = Field(default_factory=dict)
     rules: list[Rule] = Field(default_factory=list)
+
+    def autos(self) -> dict[str, str]:
+        """Canonical flag -> what it resolves to when unset or `auto`: DEFAULT_AUTO overlaid with `auto:`."""
+        given = {canonical_name(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in self.auto.items()
+                 if v is not None}
+        return {**DEFAULT_AUTO, **given}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_sections(cls, data: Any) -> Any:
+        # `rules:` with nothing under it is YAML null; it means no rules, not an error.
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None or k == "version"}
+        return data
 
     @field_validator("version", mode="before")
     @classmethod
@@ -155,7 +171,8 @@ def load_scenario(path: str | Path) -> tuple[Scenario, FlagGrammar]:
         root = yaml.compose(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"not valid YAML: {exc}", file=file, line=mark.line + 1 if mark else None) from None
+        problem = " ".join(filter(None, [getattr(exc, "context", None), getattr(exc, "problem", None)])) or str(exc)
+        raise ConfigError(f"not valid YAML: {problem}", file=file, line=mark.line + 1 if mark else None) from None
     if not isinstance(data, dict):
         raise ConfigError("a scenario is a mapping with at least `version:`", file=file, line=1)
     try:
@@ -182,10 +199,12 @@ def _check_flags(scenario: Scenario, grammar: FlagGrammar) -> list[tuple[tuple[A
         name = canonical_name(spec.primary)
         for alias in spec.names:
             choices[canonical_name(alias)] = (
-                {canonical_value(name, c) for c in spec.choices} if spec.choices is not None else None
+                {str(canonical_value(name, c)) for c in spec.choices} if spec.choices is not None else None
             )
     problems: list[tuple[tuple[Any, ...], str]] = []
-    checks = [(("auto", k), k, v) for k, v in scenario.auto.items()]
+    checks: list[tuple[tuple[Any, ...], str, Scalar | list[Scalar]]] = [
+        (("auto", k), k, v) for k, v in scenario.auto.items()
+    ]
     for i, rule in enumerate(scenario.rules):
         checks += [(("rules", i, "when", k), k, v) for k, v in rule.when.items()]
     for loc, key, value in checks:
@@ -195,7 +214,7 @@ def _check_flags(scenario: Scenario, grammar: FlagGrammar) -> list[tuple[tuple[A
             continue
         allowed = choices[name]
         for item in value if isinstance(value, list) else [value]:
-            text = canonical_value(name, str(item))
+            text = str(canonical_value(name, str(item)))
             if allowed is not None and item is not None and text != "auto" and text not in allowed:
                 problems.append((loc, f"{_dotted(loc)}: {item!r} is not a choice of --{key} in {scenario.version}"))
     return problems

@@ -44,15 +44,17 @@ class AttemptResult:
     leftover_holders: tuple[GpuHolder, ...] = ()
 
 
-def launch_env(host: HostConfig, matrix_env: Matrix | None, install: str | None) -> tuple[dict[str, str], dict[str, str]]:
+def launch_env(
+    host: HostConfig, matrix_env: Matrix | None, install: str | None
+) -> tuple[dict[str, str], dict[str, str]]:
     """(plain, secret) environment of a launch: host < install < matrix, secrets read now."""
     env = {**host.env_for(install), **(matrix_env.env if matrix_env else {})}
     return resolve_env(env, os.environ, host.secrets)
 
 
-def build_spec(session: HostSession, plan: CellPlan, slot: Slot, run_id: str, matrix: Matrix | None) -> tuple[
-    LaunchSpec, dict[str, str]
-]:
+def build_spec(
+    session: HostSession, plan: CellPlan, slot: Slot, run_id: str, matrix: Matrix | None
+) -> tuple[LaunchSpec, dict[str, str]]:
     """The launch spec of an attempt and the secrets it needs (kept apart: never stored)."""
     plain, secrets = launch_env(session.config, matrix, plan.cell.install)
     env = {**session.base_env, **plain, "CUDA_VISIBLE_DEVICES": ",".join(map(str, slot.gpus))}
@@ -141,9 +143,7 @@ def watch_attempt(
         timings=report.timings,
         ended_at=time.time(),
     )
-    return AttemptResult(
-        cell, run_id, report.verdict, slot, report.gpus_released, tuple(report.leftover_holders)
-    )
+    return AttemptResult(cell, run_id, report.verdict, slot, report.gpus_released, tuple(report.leftover_holders))
 
 
 def _stop_quietly(session: HostSession, launch: Launch, settings: RunSettings) -> None:

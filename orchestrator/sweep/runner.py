@@ -95,7 +95,9 @@ def start_sweep(
             store.save_cells(sweep_id, cells)
             for plan in preflight.invalid:
                 _record_invalid(store, sweep_id, host.name, plan)
-            _run_jobs(store, session, host, sweep_id, matrix, options, hooks, [Job(p, 1) for p in preflight.valid], lock)
+            _run_jobs(
+                store, session, host, sweep_id, matrix, options, hooks, [Job(p, 1) for p in preflight.valid], lock
+            )
             store.finish_sweep(sweep_id, "done", time.time())
         finally:
             lock.release()
@@ -167,7 +169,12 @@ def _record_invalid(store: Store, sweep_id: str, host: str, plan: CellPlan) -> N
     now = time.time()
     store.create_run(
         RunRecord(
-            run_id=run_id, sweep_id=sweep_id, cell_id=plan.cell.cell_id, attempt=1, host=host, started_at=now,
+            run_id=run_id,
+            sweep_id=sweep_id,
+            cell_id=plan.cell.cell_id,
+            attempt=1,
+            host=host,
+            started_at=now,
             install=plan.cell.install,
         )
     )
@@ -185,8 +192,13 @@ def _settle_in_flight(
         hooks.on_reattach(run, alive)
         if launch is not None and alive and run.cell_id in cells:
             if run.state == "pending":
-                store.mark_launched(run.run_id, run_dir=launch.spec.run_dir, pgid=launch.pgid, port=launch.spec.port,
-                                    gpus=launch.spec.gpus)
+                store.mark_launched(
+                    run.run_id,
+                    run_dir=launch.spec.run_dir,
+                    pgid=launch.pgid,
+                    port=launch.spec.port,
+                    gpus=launch.spec.gpus,
+                )
             watch_attempt(store, session, cells[run.cell_id], run.run_id, launch, options.settings, hooks.on_event)
             continue
         if launch is not None:

@@ -26,13 +26,14 @@ KILL_AFTER_SIGKILL_S = 5.0
 # `ps` lists zombies, and `kill -0` reports them alive; a group whose members are all zombies is dead.
 _ALIVE = "ps -eo pgid=,stat= | awk -v g=\"$PG\" '$1 == g && $2 !~ /^Z/ {f = 1} END {exit !f}'"
 _GROUP_ALIVE = f"PG=$1; {_ALIVE}"
+_UNTIL_GONE = f"PG=$1; while {_ALIVE}; do sleep {KILL_POLL_S}; done"
+# $1 pgid, $2 grace (s), $3 wait after SIGKILL (s), $4 _UNTIL_GONE; `timeout` bounds each wait by the clock.
 _KILL_GROUP = f"""PG=$1
-alive() {{ {_ALIVE}; }}
-alive || exit 0
+{_ALIVE} || exit 0
 kill -s TERM -- "-$PG" 2>/dev/null
-n=$2; while [ "$n" -gt 0 ]; do alive || exit 0; sleep {KILL_POLL_S}; n=$((n - 1)); done
+timeout "$2" sh -c "$4" until-gone "$PG" && exit 0
 kill -s KILL -- "-$PG" 2>/dev/null
-n=$3; while [ "$n" -gt 0 ]; do alive || exit 3; sleep {KILL_POLL_S}; n=$((n - 1)); done
+timeout "$3" sh -c "$4" until-gone "$PG" && exit 3
 exit 4"""
 
 
@@ -71,9 +72,11 @@ class Transport(abc.ABC):
     def run(
         self, command: str, timeout: float = 30.0, stdin: bytes | None = None, *, idempotent: bool = True
     ) -> CommandResult:
-        """Run `command` to completion; CommandTimeout past `timeout` (the command is then killed).
+        """Run `command` to completion; CommandTimeout past `timeout`, and then the command is killed.
 
-        `idempotent=False` forbids re-sending the command after a dropped connection.
+        Whatever it left running in the background is killed with it at a timeout (use
+        `start_detached` for what must outlive it). `idempotent=False` forbids sending the
+        command again after a dropped connection (ConnectionLost instead).
         """
 
     @abc.abstractmethod
@@ -128,11 +131,11 @@ class Transport(abc.ABC):
 
     def kill_group(self, pgid: int, grace_s: float = 10.0) -> bool:
         """SIGTERM group `pgid`, wait up to `grace_s` for it to go, then SIGKILL; True if KILL was needed."""
-        polls = max(1, round(grace_s / KILL_POLL_S))
-        after_kill = max(1, round(KILL_AFTER_SIGKILL_S / KILL_POLL_S))
-        cmd = ShellCommand("sh", "-c", _KILL_GROUP, "kill-group", _check_pgid(pgid), polls, after_kill)
-        # Each poll also spends a few ms in ps and awk, hence the generous timeout.
-        result = self.run(cmd.raw(), timeout=2 * (grace_s + KILL_AFTER_SIGKILL_S) + 10)
+        cmd = ShellCommand(
+            "sh", "-c", _KILL_GROUP, "kill-group", _check_pgid(pgid),
+            f"{grace_s:.3f}", f"{KILL_AFTER_SIGKILL_S:.3f}", _UNTIL_GONE,
+        )  # fmt: skip
+        result = self.run(cmd.raw(), timeout=grace_s + KILL_AFTER_SIGKILL_S + 10)
         if result.exit_code == 0:
             return False
         if result.exit_code == 3:
@@ -191,10 +194,12 @@ def _classify(exc: Exception, connecting: bool) -> type[TransportError] | None:
             return HostKeyRejected if "known_hosts" in str(exc) else lost
     if isinstance(exc, subprocess.TimeoutExpired):
         return CommandTimeout
-    if isinstance(exc, (socket.timeout, TimeoutError)):
+    if isinstance(exc, TimeoutError):  # socket.timeout too
         return ConnectFailed if connecting else CommandTimeout
     if isinstance(exc, (EOFError, ConnectionError, socket.gaierror)):
         return lost
+    if isinstance(exc, OSError) and exc.errno is None:
+        return lost  # paramiko's OSError("Socket is closed"); file errors always carry an errno
     if isinstance(exc, OSError):
         return ConnectFailed if connecting else TransportError
     return None

@@ -84,8 +84,10 @@ class LaunchRequest:
                 return int(text)
         reason = _REASONS.get(result.exit_code, f"the launch wrapper exited {result.exit_code}")
         detail = result.stderr.decode("utf-8", "replace").strip()
-        raise LaunchError(f"launch with log {self.log_path} and pid file {self.pid_path}: {reason}" +
-                          (f" ({detail})" if detail else ""))
+        raise LaunchError(
+            f"launch with log {self.log_path} and pid file {self.pid_path}: {reason}"
+            + (f" ({detail})" if detail else "")
+        )
 
 
 def encode_secrets(secrets: Mapping[str, str]) -> bytes:

@@ -95,4 +95,3 @@ class LocalTransport(Transport):
     def describe(self) -> str:
         """`local`."""
         return "local"
-

@@ -1,7 +1,7 @@
 """SshTransport: the transport contract over one reused SSH connection.
 
-Fabric holds the connection; commands go through raw paramiko channels, not Fabric's runner: output stays
-bytes, and a reused connection answers `true` in ~2.5 ms instead of ~14 ms (testhost.md §3).
+Fabric holds the connection; commands go through raw paramiko channels, not Fabric's runner, so
+output stays bytes and nothing waits on Fabric's 10 ms input polling (testhost.md §3).
 A dropped connection is reopened under a declared tenacity policy; idempotent operations are
 then repeated, and a launch is first looked up on the host (its pid file) so that nothing is
 started twice.
@@ -274,7 +274,7 @@ class SshTransport(Transport):
 
     def _before_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
-        log.warning("%s: %s; reconnecting (attempt %d)", self.describe(), exc, state.attempt_number + 1)
+        log.warning("%s; reconnecting (attempt %d)", exc, state.attempt_number + 1)
         self._disconnect()
 
     def _connection(self) -> Any:

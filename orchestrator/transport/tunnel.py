@@ -11,37 +11,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any
 
 import httpcore
 import httpx
 
-
-class Channel(Protocol):
-    """The part of a paramiko Channel the stream needs."""
-
-    closed: bool
-    eof_received: bool
-
-    def settimeout(self, timeout: float | None) -> None: ...
-    def recv(self, nbytes: int) -> bytes: ...
-    def sendall(self, data: bytes) -> None: ...
-    def recv_ready(self) -> bool: ...
-    def close(self) -> None: ...
-
-
-ChannelOpener = Callable[[str, int, "float | None"], Channel]
-"""(remote host, remote port, timeout) -> an open direct-tcpip channel."""
+ChannelOpener = Callable[[str, int, "float | None"], Any]
+"""(remote host, remote port, timeout) -> an open paramiko direct-tcpip channel."""
 
 
 class _ChannelStream(httpcore.NetworkStream):
-    def __init__(self, channel: Channel):
+    def __init__(self, channel: Any):
         self._channel = channel
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         self._channel.settimeout(timeout)
         try:
-            return self._channel.recv(max_bytes)
+            data: bytes = self._channel.recv(max_bytes)
+            return data
         except TimeoutError as exc:
             raise httpcore.ReadTimeout(str(exc)) from exc
         except OSError as exc:

@@ -1,0 +1,70 @@
+"""The shape of one failure signature: what a log line must say, what it means, and how much it says."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from orchestrator.model import Category, Phase
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One row of the signature table.
+
+    `specificity` ranks causes: when several rows match a log, the highest wins (ties: earliest line).
+    `needles` are literals of which every matching line contains at least one; they keep the regex off the
+    bulk of a huge log. `context`, when set, must match the traceback the line ends (its frames and code).
+    `generic` marks follow-ups (sigquit, engine failed to start) that never beat a cause; a line that is one
+    is not also counted as a plain Python exception (`RuntimeError: Engine core initialization failed`).
+    `in_warnings` lets the row match on lines logged as warnings (a NaN detector logs at WARNING).
+    """
+
+    id: str
+    category: Category
+    specificity: int
+    pattern: str
+    needles: tuple[str, ...]
+    phase: Phase | None = None
+    context: str | None = None
+    generic: bool = False
+    in_warnings: bool = False
+    example: str = ""
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    context_regex: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "regex", re.compile(self.pattern))
+        object.__setattr__(self, "context_regex", re.compile(self.context) if self.context else None)
+
+    def matches(self, message: str) -> bool:
+        """Whether a line's message (prefix stripped) carries this signature."""
+        return any(n in message for n in self.needles) and self.regex.search(message) is not None
+
+
+def sig(
+    id: str,
+    category: Category,
+    specificity: int,
+    pattern: str,
+    needles: tuple[str, ...] | str,
+    *,
+    phase: Phase | None = None,
+    context: str | None = None,
+    generic: bool = False,
+    in_warnings: bool = False,
+    example: str = "",
+) -> Signature:
+    """A table row (a needle may be given as one string)."""
+    return Signature(
+        id,
+        category,
+        specificity,
+        pattern,
+        (needles,) if isinstance(needles, str) else needles,
+        phase,
+        context,
+        generic,
+        in_warnings,
+        example,
+    )

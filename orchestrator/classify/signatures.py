@@ -1,0 +1,274 @@
+"""The failure signature table: general patterns of SGLang, vLLM, PyTorch, CUDA, NCCL and Python messages.
+
+Adding a signature is adding a row. Sources: reference/sglang-facts.md section 4, the real crash logs in
+../shared/fixtures/crash-logs/, and the messages of the libraries they quote. Specificity bands:
+90+ the cause named outright (NaN in sampling, argparse rejection); 70-89 a specific CUDA/NCCL/memory/kernel
+failure; 40-69 a recognisable kind of error; 20 any Python exception; below 20 what only shows that something
+died (a signal, `Killed`, a bare traceback header) and generic follow-ups, which never beat a cause.
+Patterns are searched in a line's message, with its timestamp/rank/level prefix removed.
+"""
+
+from __future__ import annotations
+
+from orchestrator.classify.patterns import Signature, sig
+from orchestrator.model import Category as C
+from orchestrator.model import Phase as P
+
+_ARCH = r"(?:Ampere|Hopper|Blackwell|Turing|Volta|Ada(?: Lovelace)?|sm_?\d{2,3}a?|SM ?\d{2,3}a?)\b"
+_LOADING_FRAMES = (
+    r"(?:in (?:load_weights|weight_loader|_load_module|load_model|load_state_dict)|model_loader\S*|safetensors\S*)"
+    r"\n(?:.*\n){0,3}.*\Z"
+)
+"""The innermost frame is loading code: what it raised is about the checkpoint, not a forward pass."""
+_ARGS_FRAMES = (
+    r"in (?:parse_args|prepare_server_args|parse_cli_args|from_cli_args|check_server_args|_pull_args\w*)\b"
+    r"|argparse\.py|arg_utils\.py|server_args\.py\", line \d+, in "
+)
+_BAD_INPUT = r"(?:ValueError|IndexError|KeyError|TypeError|AssertionError|ArgumentError|ArgumentTypeError)"
+
+SIGNATURES: tuple[Signature, ...] = (
+    # NaN/inf reaching the sampler: torch.multinomial's checks, SGLang's NaN detector.
+    sig("nan_probability_tensor", C.NAN_IN_PROBS, 95, r"probability tensor contains either `?inf`?, `?nan`?",
+        "probability tensor", phase=P.SERVING,
+        example="RuntimeError: probability tensor contains either `inf`, `nan` or element < 0"),
+    sig("nan_multinomial_assert", C.NAN_IN_PROBS, 95, r"cumdist\[size - 1\] > static_cast|binarySearchForMultinomial",
+        ("cumdist", "binarySearchForMultinomial"), phase=P.SERVING,
+        example="MultinomialKernel.cu:112: binarySearchForMultinomial: block: [0,31,0], thread: [0,0,0] "
+        "Assertion `cumdist[size - 1] > static_cast<scalar_t>(0)` failed."),
+    sig("nan_in_logits", C.NAN_IN_PROBS, 95,
+        r"Detected errors during sampling|NaN (?:or Inf )?(?:detected )?in (?:the )?(?:logits|probs|probabilit)",
+        ("Detected errors during sampling", "NaN"), phase=P.SERVING, in_warnings=True,
+        example="Detected errors during sampling! NaN in the logits."),
+    # Invalid arguments: argparse's rejection, and value checks that name the argument rule.
+    sig("argparse_error", C.INVALID_ARGUMENT, 90,
+        r"^[\w.\-/ ]{1,60}: error: (?:unrecognized arguments|argument |the following arguments are required"
+        r"|ambiguous option|invalid choice|expected (?:one|at least one) argument|one of the arguments|not allowed)",
+        ": error: ", phase=P.ARG_PARSE,
+        example="sglang serve: error: argument --attention-backend: invalid choice: 'foo' (choose from 'fa3')"),
+    sig("not_divisible", C.INVALID_ARGUMENT, 55, r"(?:must|should) be divisible by|is not divisible by",
+        "divisible", phase=P.ARG_PARSE,
+        example="ValueError: Total number of attention heads (64) must be divisible by tensor parallel size (3)."),
+    sig("exception_in_arg_parsing", C.INVALID_ARGUMENT, 45, rf"^(?:[\w.]+\.)?{_BAD_INPUT}\b",
+        "Error", phase=P.ARG_PARSE, context=_ARGS_FRAMES,
+        example="IndexError: list index out of range"),
+    # Another process holds the GPU memory (see verdict.py for the OOM-text rule).
+    sig("memory_unbalanced", C.GPU_MEMORY_IN_USE, 90,
+        r"memory capacity is unbalanced|GPUs? may be occupied by other processes|GPU memory used by other processes"
+        r"|Free memory on device .{0,60} is less than desired GPU memory utilization",
+        ("unbalanced", "occupied by other processes", "used by other processes", "Free memory on device"),
+        example="RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes."),
+    # KV cache too small for the model's context, or exhausted at run time.
+    sig("kv_not_enough_memory", C.KV_CACHE_TOO_SMALL, 85, r"Not enough memory\. Please try to increase",
+        "Not enough memory", phase=P.MEMORY_ALLOC,
+        example="RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."),
+    sig("kv_smaller_than_context", C.KV_CACHE_TOO_SMALL, 85,
+        r"larger than the maximum number of tokens that can be stored in KV cache"
+        r"|No available memory for the cache blocks|KV cache is needed, which is larger than the available KV cache",
+        ("stored in KV cache", "No available memory for the cache blocks", "KV cache is needed"),
+        phase=P.MEMORY_ALLOC,
+        example="The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in "
+        "KV cache (23648)."),
+    sig("kv_runtime_exhausted", C.KV_CACHE_TOO_SMALL, 85, r"(?i)out of memory\. Try to lower your batch size",
+        "Try to lower your batch size", phase=P.SERVING,
+        example="Decode out of memory. Try to lower your batch size."),
+    # Ports.
+    sig("port_in_use", C.PORT_IN_USE, 85,
+        r"(?i)address already in use|\[Errno 98\]|EADDRINUSE|is not available in \d+ seconds"
+        r"|port \d+ is (?:already )?(?:in use|occupied)",
+        ("ddress already in use", "Errno 98", "EADDRINUSE", "is not available in", "already in use", "occupied"),
+        example="zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:30233')"),
+    # Unsupported configurations and kernels that do not run on this GPU.
+    sig("quantization_not_supported", C.UNSUPPORTED_CONFIG, 82,
+        r"quantization method \S+ is not supported|(?i:quantization (?:method|scheme|type) \S+ (?:is )?not supported)",
+        ("quantization", "Quantization"), phase=P.MODEL_LOAD,
+        example="ValueError: The quantization method fp8 is not supported for the current GPU. "
+        "Minimum capability: 90. Current capability: 86."),
+    sig("no_kernel_image", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 80,
+        r"no kernel image is available for execution|NoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU",
+        ("kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU"),
+        example="torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device"),
+    sig("arch_required", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 80,
+        rf"(?i)\b(?:only supports?|requires?|only (?:be )?(?:supported|available|works?) (?:on|for|with))\s+"
+        rf"(?:an?\s+|the\s+)?(?:NVIDIA\s+)?{_ARCH}"
+        rf"|\bnot supported on (?:this |the current )?(?:GPU|device|arch\w*)|\b{_ARCH} is not supported"
+        r"|compute capability (?:of )?(?:at least|>=?|below|lower than)",
+        ("Ampere", "Hopper", "Blackwell", "Turing", "Volta", "Ada", "SM", "sm_", "sm1", "sm8", "sm9", "support",
+         "capability"),
+        example="RuntimeError: FlashAttention only supports Ampere GPUs or newer."),
+    sig("smem_out_of_resources", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 78,
+        r"OutOfResources|out of resource: shared memory|without targeting appropriate compute capability",
+        ("OutOfResources", "out of resource", "compute capability"),
+        example="triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 232448, "
+        "Hardware limit: 101376."),
+    sig("invalid_backend", C.UNSUPPORTED_CONFIG, 60,
+        r"Invalid attention backend|(?i:(?:attention )?backend \S+ (?:is )?not (?:supported|available))",
+        ("Invalid attention backend", "backend"),
+        example="ValueError: Invalid attention backend for cuda, with use_v1: False use_mla: False"),
+    sig("model_not_supported", C.UNSUPPORTED_CONFIG, 60,
+        r"Model architectures? \[.*\] (?:is|are) not supported|Unrecognized (?:configuration class|model)"
+        r"|does not recognize this architecture",
+        ("Model architecture", "Unrecognized", "does not recognize"),
+        example="ValueError: Model architectures ['FooForCausalLM'] are not supported for now."),
+    sig("dsa_fp8_kv_assert", C.UNSUPPORTED_CONFIG, 70, r"^AssertionError\s*$", "AssertionError",
+        context=r"[dn]sa_kv_cache_store_fp8", example="AssertionError"),
+    sig("not_supported", C.UNSUPPORTED_CONFIG, 50,
+        r"(?i)\b(?:is|are) not (?:yet )?supported\b|\bnot (?:yet )?supported (?:for|with|by|when|on|in)\b"
+        r"|\bunsupported (?:\w+ ){0,2}(?:config\w*|combination|dtype|data ?type|quantization|model|backend|option"
+        r"|mode|value|format|feature|arch\w*)\b|\bdoes(?: not|n't) support\b|\bonly supports?\b",
+        ("support", "Support"),
+        example="ValueError: This configuration is not supported on this platform."),
+    sig("not_implemented", C.UNSUPPORTED_CONFIG, 45, r"\bNotImplementedError\b", "NotImplementedError",
+        example="NotImplementedError: fp8 kv cache is not implemented for this backend"),
+    sig("assert_in_config_code", C.UNSUPPORTED_CONFIG, 35, r"^AssertionError\b", "AssertionError",
+        context=r"(?i)kv_cache_dtype|fp8|fp4|nvfp4|quant|_backend\b|backend\.py", example="AssertionError"),
+    # Out of memory.
+    sig("cuda_oom", C.CUDA_OOM, 80,
+        r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"
+        r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|HIP out of memory",
+        ("out of memory", "OutOfMemoryError", "cudaErrorMemoryAllocation", "_ALLOC_FAILED"),
+        example="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 380.00 MiB."),
+    sig("oom_killer", C.PROCESS_KILLED, 60, r"Out of memory: Kill(?:ed)? process|oom-kill|OOMKilled|OOM killer",
+        ("Out of memory: Kill", "oom-kill", "OOMKilled", "OOM killer"),
+        example="Out of memory: Killed process 4242 (python3) total-vm:123456kB"),
+    sig("out_of_memory", C.CUDA_OOM, 55, r"(?i)\bout of memory\b", ("out of memory", "Out of memory", "OUT OF MEMORY"),
+        example="RuntimeError: out of memory"),
+    # CUDA faults.
+    sig("illegal_memory_access", C.ILLEGAL_MEMORY_ACCESS, 80,
+        r"(?i)illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|misaligned address"
+        r"|Warp Illegal Address",
+        ("illegal memory access", "IllegalAddress", "ILLEGAL_ADDRESS", "misaligned address", "Illegal Address"),
+        example="RuntimeError: CUDA error: an illegal memory access was encountered"),
+    sig("kernel_assertion", C.CUDA_DEVICE_ASSERT, 78,
+        r"(?:block: \[\d+, ?\d+, ?\d+\], thread: \[\d+, ?\d+, ?\d+\]|\.cuh?:\d+:).*Assertion .+ failed",
+        "Assertion",
+        example="../aten/src/ATen/native/cuda/ScatterGatherKernel.cu:144: operator(): block: [285,0,0], "
+        'thread: [66,0,0] Assertion `idx_dim >= 0 && idx_dim < index_size && "index out of bounds"` failed.'),
+    sig("device_side_assert", C.CUDA_DEVICE_ASSERT, 72,
+        r"device-side assert(?:ion)? triggered|cudaErrorAssert|CUDA_ERROR_ASSERT",
+        ("device-side assert", "cudaErrorAssert", "CUDA_ERROR_ASSERT"),
+        example="torch.AcceleratorError: CUDA error: device-side assert triggered"),
+    # CUDA graphs.
+    sig("capture_failed", C.CUDA_GRAPH_CAPTURE_FAILED, 70,
+        r"Capture cuda graph failed|CUDA graph capture failed|Breakable CUDA graph failed"
+        r"|(?i:piecewise cuda ?graph .{0,40}failed)",
+        ("Capture cuda graph failed", "CUDA graph capture failed", "CUDA graph failed", "iecewise"),
+        phase=P.CUDA_GRAPH_CAPTURE,
+        example="Exception: Capture cuda graph failed: CUDA error: operation not permitted when stream is capturing"),
+    sig("stream_capturing", C.CUDA_GRAPH_CAPTURE_FAILED, 70,
+        r"operation not permitted when stream is capturing|cudaErrorStreamCapture\w*|capture (?:has been )?invalidated"
+        r"|during CUDA graph capture|cudaStreamCaptureStatusActive",
+        ("stream is capturing", "cudaErrorStreamCapture", "invalidated", "CUDA graph capture", "cudaStreamCapture"),
+        phase=P.CUDA_GRAPH_CAPTURE,
+        example="RuntimeError: CUDA error: operation not permitted when stream is capturing"),
+    # NCCL and torch.distributed.
+    sig("nccl_error", C.NCCL_ERROR, 80,
+        r"NCCL error|nccl(?:System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument|Remote)Error"
+        r"|DistBackendError|Watchdog caught collective operation timeout|ProcessGroupNCCL.{0,80}(?:[Ee]rror|timeout)",
+        ("NCCL", "nccl", "DistBackendError", "Watchdog caught collective"),
+        example="RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"),
+    sig("dist_init_failed", C.NCCL_ERROR, 60,
+        r"DistNetworkError|(?:c10d|TCPStore|gloo).{0,80}(?:Connection refused|timed? ?out|failed)"
+        r"|init_process_group.{0,60}(?:failed|timed? ?out)",
+        ("DistNetworkError", "c10d", "TCPStore", "gloo", "init_process_group"),
+        example="torch.distributed.DistNetworkError: The client socket has timed out after 600s while trying to "
+        "connect to (127.0.0.1, 29500)."),
+    # Kernels built at start-up (FlashInfer, DeepGEMM, Triton, torch extensions).
+    sig("jit_build_failed", C.KERNEL_JIT_ERROR, 75,
+        r"(?i)ninja build failed|ninja: build stopped|Ninja is required to load C\+\+ extensions"
+        r"|No such file or directory: '?ninja|Error building extension|CalledProcessError: Command .{0,40}ninja"
+        r"|nvcc fatal|ptxas (?:fatal|error)|\.cuh?\(\d+\): error|nvrtc: error|NVRTC_ERROR"
+        r"|fatal error: \S+\.(?:h|hpp|cuh): No such file|triton\.compiler\.errors\.\w+|CompilationError"
+        r"|\bjit\b.{0,60}\b(?:compil\w*|build)\b.{0,30}\b(?:failed|error)|failed to (?:jit[- ])?compile",
+        ("inja", "Error building extension", "nvcc", "ptxas", "): error", "nvrtc", "NVRTC", "fatal error:",
+         "triton.compiler", "CompilationError", "JIT", "jit", "compile"),
+        example="RuntimeError: Ninja build failed. Ninja output:"),
+    # Imports and shared libraries.
+    sig("import_failed", C.IMPORT_ERROR, 70,
+        r"ModuleNotFoundError|ImportError|No module named|cannot import name|undefined symbol"
+        r"|cannot open shared object file|(?i:could not load .{0,60}librar(?:y|ies))"
+        r"|(?i:(?:failed to|cannot|unable to) (?:load|import|open) (?:the )?(?:shared )?librar)",
+        ("ModuleNotFoundError", "ImportError", "No module named", "cannot import name", "undefined symbol",
+         "shared object", "ould not load", "librar"), phase=P.IMPORT,
+        example="[sgl_kernel] CRITICAL: Could not load any common_ops library!"),
+    # Checkpoints and weights.
+    sig("state_dict_mismatch", C.WEIGHTS_LOAD_ERROR, 65,
+        r"Error\(s\) in loading state_dict|size mismatch for \S+|(?:Missing|Unexpected) key\(s\) in state_dict",
+        ("state_dict", "size mismatch"), phase=P.MODEL_LOAD,
+        example="RuntimeError: Error(s) in loading state_dict for Linear:"),
+    sig("checkpoint_file", C.WEIGHTS_LOAD_ERROR, 65,
+        r"SafetensorError|HeaderTooLarge|MetadataIncompleteBuffer|(?i:incomplete metadata)|file not fully covered"
+        r"|does not appear to have a file named|Cannot find any model weights|(?i:no (?:model )?weights? files? found)"
+        r"|(?i:(?:no such file or directory|not found|does not exist|can(?:no|')t find|could not find)"
+        r".{0,80}\.(?:safetensors|bin|pt|pth|gguf)\b)",
+        ("Safetensor", "HeaderTooLarge", "MetadataIncomplete", "metadata", "fully covered", "file named",
+         "weights", "Weights", ".safetensors", ".bin", ".pt", ".gguf"), phase=P.MODEL_LOAD,
+        example="safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge"),
+    sig("hub_lookup_failed", C.WEIGHTS_LOAD_ERROR, 65,
+        r"RepositoryNotFoundError|GatedRepoError|LocalEntryNotFoundError|HFValidationError|EntryNotFoundError"
+        r"|is not a local folder and is not a valid model identifier",
+        ("NotFoundError", "GatedRepoError", "HFValidationError", "is not a local folder"), phase=P.MODEL_LOAD,
+        example="OSError: /models/x is not a local folder and is not a valid model identifier listed on "
+        "'https://huggingface.co/models'"),
+    sig("parameter_key_error", C.WEIGHTS_LOAD_ERROR, 50,
+        r"^KeyError: '(?:\w+\.)+\w*(?:weight|bias|scale|qweight|qzeros|scales|g_idx|zero_point)\w*'",
+        "KeyError", phase=P.MODEL_LOAD, example="KeyError: 'layers.0.mlp.down_proj.weight_scale'"),
+    sig("exception_while_loading", C.WEIGHTS_LOAD_ERROR, 45, r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b",
+        ("Error", "Exception"), phase=P.MODEL_LOAD, context=_LOADING_FRAMES, example="ValueError: bad shard"),
+    # Tokenizers and chat templates.
+    sig("tokenizer_load_failed", C.TOKENIZER_OR_TEMPLATE_ERROR, 65,
+        r"(?i)(?:failed to|unable to|cannot|can't|could not|couldn't) (?:load|instantiate|find|initialize) "
+        r"(?:the )?(?:\S+ )?(?:tokenizer|processor)\b",
+        ("okenizer", "rocessor"), phase=P.MODEL_LOAD,
+        example="RuntimeError: Failed to load the tokenizer. If you are using a LLaMA-based model, use "
+        "'hf-internal-testing/llama-tokenizer' instead of the original tokenizer."),
+    sig("chat_template_error", C.TOKENIZER_OR_TEMPLATE_ERROR, 65,
+        r"jinja2\.exceptions\.\w+|TemplateError|TemplateSyntaxError|(?i:chat[ _]template.{0,80}"
+        r"(?:error|not found|not set|invalid|missing|failed|does not exist))|(?i:no chat template)",
+        ("jinja2", "Template", "template"),
+        example="jinja2.exceptions.TemplateError: Conversation roles must alternate user/assistant/user/assistant"),
+    # The server's own warm-up request.
+    sig("warmup_failed", C.WARMUP_REQUEST_FAILED, 60, r"Initialization failed\. warmup error",
+        "Initialization failed", phase=P.WARMUP,
+        example="Initialization failed. warmup error: Traceback (most recent call last):"),
+    # Hangs and timeouts.
+    sig("watchdog_timeout", C.HANG_OR_TIMEOUT, 55,
+        r"watchdog timeout|Health check failed\. Server couldn't get a response|(?i:server (?:failed to start|did not "
+        r"become ready) within)",
+        ("watchdog", "Health check failed", "within"),
+        example="Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"),
+    sig("engine_handshake_timeout", C.HANG_OR_TIMEOUT, 55,
+        r"(?i)timed out waiting for (?:the )?engines?|engine core .{0,30}(?:handshake|ready).{0,30}time",
+        ("imed out waiting", "ngine core"), phase=P.WARMUP,
+        example='raise TimeoutError("Timed out waiting for engines to send"'),
+    sig("timeout", C.HANG_OR_TIMEOUT, 40, r"\bTimeoutError\b|(?i:\btimed out\b)|\bdeadline exceeded\b",
+        ("TimeoutError", "imed out", "eadline exceeded"), example="TimeoutError: timed out"),
+    # Any Python exception.
+    sig("python_exception", C.PYTHON_EXCEPTION_OTHER, 20, r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)\b",
+        ("Error", "Exception"), example="AttributeError: 'NoneType' object has no attribute 'shape'"),
+    # Native crashes, signals, and what only says that something died.
+    sig("native_crash", C.UNKNOWN, 19,
+        r"Segmentation fault|SIGSEGV|SIGABRT|SIGBUS|Caught signal (?:11|6|7|4|8)\b|Fatal Python error|core dumped"
+        r"|terminate called after throwing",
+        ("Segmentation fault", "SIGSEGV", "SIGABRT", "SIGBUS", "Caught signal", "Fatal Python error", "core dumped",
+         "terminate called"),
+        example="Fatal Python error: Segmentation fault"),
+    sig("scheduler_exception", C.PYTHON_EXCEPTION_OTHER, 18, r"\w hit an exception", "hit an exception",
+        example="Scheduler hit an exception: Traceback (most recent call last):"),
+    sig("killed", C.PROCESS_KILLED, 15,
+        r"^Killed\b|\d Killed\s|\bKilled\s*$|\bsignal 9\b|SIGKILL|exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*"
+        r"(?:-9|137)\b|exitcode[:=] ?-9\b|return ?code[:= ]*(?:-9|137)\b",
+        ("Killed", "signal 9", "SIGKILL", "exit", "code"), example="Killed"),
+    sig("traceback", C.PYTHON_EXCEPTION_OTHER, 8, r"Traceback \(most recent call last\)", "Traceback",
+        example="Traceback (most recent call last):"),
+    sig("child_failed", C.UNKNOWN, 5,
+        r"Received sigquit from a child|SIGQUIT received|Child process unexpectedly failed|Subprocess \S+ \(pid=\d+\) "
+        r"crashed|EngineCore failed to start|Engine core initialization failed|Engine process failed to start"
+        r"|WorkerProc (?:hit an exception|failed)|Worker \S+ pid \d+ died|died, exit code|exited unexpectedly",
+        ("sigquit", "SIGQUIT", "Child process", "crashed", "failed to start", "initialization failed", "WorkerProc",
+         "died", "exited unexpectedly"), generic=True,
+        example="Received sigquit from a child process. It usually means the child failed."),
+)
+
+BY_ID: dict[str, Signature] = {s.id: s for s in SIGNATURES}
+
+NEEDLES: tuple[str, ...] = tuple(dict.fromkeys(n for s in SIGNATURES for n in s.needles))

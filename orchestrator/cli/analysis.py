@@ -1,0 +1,62 @@
+"""`orchestrator compare A B` and `orchestrator explain [SWEEP]`: what changed, and what separates failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from orchestrator.analysis.compare import compare as compare_views
+from orchestrator.analysis.compare import compare_installs
+from orchestrator.analysis.explain import explain as explain_view
+from orchestrator.analysis.inputs import SweepView
+from orchestrator.analysis.render import render_comparison, render_explanation
+from orchestrator.cli import app
+from orchestrator.cli.common import exits_on_error, open_store
+from orchestrator.report.views import sweep_view
+from orchestrator.store.sqlite import Store
+
+Format = Literal["term", "md", "json"]
+
+
+def load_view(store: Store, ref: str | None) -> SweepView:
+    """A stored sweep as the analysis reads it."""
+    record = store.resolve_sweep(ref)
+    return sweep_view(record, store.cell_results(record.sweep_id, int(record.settings.get("retries", 0))))
+
+
+@app.command()
+def compare(
+    a: Annotated[str, typer.Argument(help="The sweep before (id or unique prefix).")],
+    b: Annotated[str | None, typer.Argument(help="The sweep after (default: the same sweep, see --installs).")] = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = "term",
+    installs: Annotated[
+        str | None, typer.Option(help="BEFORE,AFTER: compare two installs of one sweep (environments as an axis).")
+    ] = None,
+    fail_on_regression: Annotated[bool, typer.Option(help="Exit 1 when any cell regressed.")] = False,
+    db: Annotated[Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB or ./orchestrator.db).")] = None,
+) -> None:
+    """Compare two sweeps (or two installs of one): regressions, fixes, changed failures, versions."""
+    with exits_on_error(), open_store(db, create=False) as store:
+        view_a = load_view(store, a)
+        if installs:
+            before, _, after = installs.partition(",")
+            result = compare_installs(view_a, before or None, after or None)
+        else:
+            result = compare_views(view_a, load_view(store, b or a))
+    typer.echo(render_comparison(result, fmt, color=fmt == "term"), nl=False)
+    if fail_on_regression and result.regressions:
+        raise typer.Exit(1)
+
+
+@app.command()
+def explain(
+    sweep: Annotated[str | None, typer.Argument(help="Sweep id or unique prefix (default: the latest).")] = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = "term",
+    db: Annotated[Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB or ./orchestrator.db).")] = None,
+) -> None:
+    """For each failure category, the flag values and warnings that separate failing from passing cells."""
+    with exits_on_error(), open_store(db, create=False) as store:
+        view = load_view(store, sweep)
+    typer.echo(render_explanation(explain_view(view), fmt, color=fmt == "term"), nl=False)

@@ -1,0 +1,302 @@
+"""Log bytes -> Evidence, streaming, in bounded memory (pure: the caller does the reading).
+
+`EvidenceBuilder.feed(chunk)` takes raw bytes in any chunking; lines end at `\\n`, `\\r\\n` or a bare `\\r`
+(tqdm redraws a progress bar with `\\r`, and a crash message can be glued to the last redraw). Only lines
+holding one of the harvest's literals are decoded and parsed (see prefilter.py), except inside a traceback,
+where every line counts. Everything kept is bounded: the first few lines of each signature, a fixed number
+of distinct tracebacks, warnings and errors (repeats are counted), and the last lines of the log.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from orchestrator.classify.patterns import Signature
+from orchestrator.classify.signatures import SIGNATURES
+from orchestrator.harvest import autos, kinds
+from orchestrator.harvest.lines import EXCEPTION_START_RE, Parsed, parse, strip_ansi, ts_key
+from orchestrator.harvest.markers import MarkerSpec, is_fatal_line, marker_of_line
+from orchestrator.harvest.prefilter import PREFILTER
+from orchestrator.harvest.records import Evidence, Hit, LogLine, MarkerSeen
+from orchestrator.harvest.tally import HitTally, MarkerTally, MessageTally
+from orchestrator.harvest.tracebacks import OpenTraceback, TracebackAssembler
+from orchestrator.model import Category, Phase
+
+__all__ = ["Evidence", "EvidenceBuilder", "extract_evidence"]
+
+MAX_CARRY = 1 << 20
+"""A line longer than this (bytes, no line break) is cut and processed in pieces."""
+MAX_LINE_CHARS = 32 << 10
+HITS_PER_SIGNATURE = 5
+TAIL_LINES = 20
+_TAIL_BYTES = 16 << 10
+_CACHE = 4096
+_BATCH = 1 << 20
+ERROR_SPECIFICITY = 10
+"""Signatures above this make a line an error line (a bare `Traceback (most recent call last):` does not)."""
+
+
+class EvidenceBuilder:
+    """Accumulates evidence from a log fed in chunks or lines; `finish()` returns it."""
+
+    def __init__(self) -> None:
+        self._carry = b""
+        self._newlines = 0
+        self._bytes = 0
+        self._tail: deque[bytes] = deque()
+        self._tail_size = 0
+        self._ts: str | None = None
+        self._phase: Phase | None = None
+        self._tbs = TracebackAssembler()
+        self._markers: dict[str, MarkerTally] = {}
+        self._last_marker: tuple[MarkerSpec, LogLine] | None = None
+        self._hits: dict[str, list[HitTally]] = {}
+        self._rows_cache: dict[str, tuple[Signature, ...]] = {}
+        self._errors = MessageTally()
+        self._cuda = MessageTally()
+        self._warnings = MessageTally()
+        self._deprecations = MessageTally()
+        self._first_error: LogLine | None = None
+        self._fatal: LogLine | None = None
+        self._resolved: dict[str, str] = {}
+        self._versions: dict[str, str] = {}
+        self._server_args: dict[str, str] = {}
+        self._votes = {"sglang": 0, "vllm": 0}
+
+    def feed(self, chunk: bytes) -> None:
+        """Take the next bytes of the log."""
+        if not chunk:
+            return
+        self._bytes += len(chunk)
+        buf = self._carry + chunk if self._carry else chunk
+        nl = buf.rfind(b"\n")
+        # A trailing \r may be the first half of \r\n: keep it for the next chunk.
+        cr = buf.rfind(b"\r", nl + 1, len(buf) - 1)
+        cut = max(nl, cr) + 1
+        if cut == 0 and len(buf) > MAX_CARRY:
+            cut = len(buf)
+        if cut:
+            self._scan(buf, cut)
+        self._carry = buf[cut:]
+
+    def feed_line(self, line: str | bytes, line_no: int | None = None) -> None:
+        """Take one line (with or without its line break); `line_no` sets its number in the file."""
+        data = line.encode("utf-8", "replace") if isinstance(line, str) else line
+        if self._carry:
+            self._flush()
+        if line_no is not None:
+            self._newlines = line_no - 1
+        if not self._tbs.active and b"\n" not in data and b"\r" not in data and not PREFILTER.interesting_bytes(data):
+            # The common case of the live feed: one dull line; count it and keep it for the tail only.
+            self._bytes += len(data) + 1
+            self._newlines += 1
+            self._keep_tail(data + b"\n")
+            return
+        self.feed(data if data.endswith(b"\n") else data + b"\n")
+
+    def finish(self) -> Evidence:
+        """The evidence of everything fed so far."""
+        self._flush()
+        self._tbs.close_all()
+        return self._evidence()
+
+    def _flush(self) -> None:
+        if self._carry:
+            carry, self._carry = self._carry, b""
+            self._scan(carry + b"\n", len(carry) + 1)
+
+    def _scan(self, buf: bytes, end: int) -> None:
+        """Process the complete lines in buf[:end]: only the interesting ones, or all inside a traceback."""
+        self._keep_tail(buf[max(0, end - _TAIL_BYTES) : end])
+        cursor = PREFILTER.cursor(buf, end)
+        pos = counted = 0
+        while pos < end:
+            if self._tbs.active:
+                start = pos
+            else:
+                hit = cursor.next_hit(pos)
+                if hit < 0:
+                    break
+                start = max(buf.rfind(b"\n", pos, hit), pos - 1)
+                start = max(start, buf.rfind(b"\r", start + 1, hit)) + 1
+            stop = buf.find(b"\n", start, end)
+            stop = end if stop < 0 else stop
+            cr = buf.find(b"\r", start, stop)
+            stop = stop if cr < 0 else cr
+            self._newlines += buf.count(b"\n", counted, start)
+            counted = start
+            self._line(buf[start:stop].decode("utf-8", "replace"), self._newlines + 1)
+            pos = stop + (2 if buf[stop : stop + 2] == b"\r\n" else 1)
+        self._newlines += buf.count(b"\n", counted, end)
+
+    def _keep_tail(self, piece: bytes) -> None:
+        self._tail.append(piece)
+        self._tail_size += len(piece)
+        if self._tail_size > 2 * _TAIL_BYTES:
+            kept = b"".join(self._tail)[-_TAIL_BYTES:]
+            self._tail = deque([kept])
+            self._tail_size = len(kept)
+
+    def _tail_lines(self) -> list[str]:
+        data = (b"".join(self._tail) + self._carry)[-_TAIL_BYTES:]
+        if len(data) < self._bytes:
+            data = data[data.find(b"\n") + 1 :]  # the first line is cut: drop it
+        return data.decode("utf-8", "replace").splitlines()[-TAIL_LINES:]
+
+    def _line(self, text: str, line_no: int) -> None:
+        text = text[:MAX_LINE_CHARS]
+        clean = strip_ansi(text)
+        p = parse(clean)
+        if p.ts:
+            self._ts = p.ts
+        line = LogLine(text, line_no, p.ts or self._ts)
+        self._vote(p, clean)
+        spec = marker_of_line(clean)
+        if spec is not None:
+            self._marker(spec, line)
+        tb = self._tbs.feed(p, line, self._phase)
+        if self._tbs.role == "frame":
+            autos.python_version(clean, self._versions)
+            return
+        if self._tbs.role == "code":
+            # The innermost frame's source line is often the raise itself: `raise TimeoutError("Timed out ...")`.
+            for row in self._rows(p.body.strip(), False):
+                if not row.generic:
+                    self._hit(row, line, False, tb)
+            return
+        message = p.body.strip()
+        if not message:
+            return
+        self._facts(message)
+        warning = kinds.is_warning(p, message)
+        rows = self._rows(message, warning)
+        if warning:
+            self._warnings.add(message, message, line)
+        if kinds.is_deprecation(message) and not kinds.is_error(p, message):
+            self._deprecations.add(message, message, line)
+            if not warning:
+                self._warnings.add(message, message, line)
+        fatal = is_fatal_line(clean)
+        if fatal and self._fatal is None:
+            self._fatal = line
+        indented = p.body[:1] in (" ", "\t")
+        if not warning and not indented and (kinds.is_error(p, message) or fatal or any(_is_cause(r) for r in rows)):
+            self._error(message, line)
+        cuda_key = kinds.cuda_error_key(message)
+        if cuda_key is not None:
+            self._cuda.add(cuda_key, message, line)
+        for row in rows:
+            self._hit(row, line, EXCEPTION_START_RE.match(message) is not None, tb)
+
+    def _facts(self, message: str) -> None:
+        autos.apply(autos.RESOLVED, message, self._resolved)
+        autos.apply(autos.VERSIONS, message, self._versions)
+        if not self._server_args and message.startswith("server_args=ServerArgs("):
+            self._server_args = autos.parse_server_args(message)
+
+    def _rows(self, message: str, warning: bool) -> tuple[Signature, ...]:
+        key = f"{int(warning)}{message}"
+        rows = self._rows_cache.get(key)
+        if rows is None:
+            found = [s for s in SIGNATURES if (s.in_warnings or not warning) and s.matches(message)]
+            if any(s.generic for s in found):
+                found = [s for s in found if s.category is not Category.PYTHON_EXCEPTION_OTHER]
+            rows = tuple(found)
+            if len(self._rows_cache) >= _CACHE:
+                self._rows_cache.clear()
+            self._rows_cache[key] = rows
+        return rows
+
+    def _hit(self, row: Signature, line: LogLine, leads: bool, tb: OpenTraceback | None) -> None:
+        accs = self._hits.setdefault(row.id, [])
+        for acc in accs:
+            if acc.line.text == line.text:
+                acc.count += 1
+                return
+        if len(accs) < HITS_PER_SIGNATURE:
+            accs.append(HitTally(line, self._phase, leads, tb))
+
+    def _error(self, message: str, line: LogLine) -> None:
+        self._errors.add(message, message, line)
+        first = self._first_error
+        if first is None or (ts_key(line.ts), line.line_no) < (ts_key(first.ts), first.line_no):
+            self._first_error = line
+
+    def _marker(self, spec: MarkerSpec, line: LogLine) -> None:
+        # The furthest phase any rank reached: with TP > 1 a slower rank prints earlier markers later.
+        if self._phase is None or spec.phase.order >= self._phase.order:
+            self._phase = spec.phase
+            self._last_marker = (spec, line)
+        seen = self._markers.get(spec.name)
+        if seen is None:
+            self._markers[spec.name] = MarkerTally(spec, line)
+        else:
+            seen.count += 1
+
+    def _vote(self, p: Parsed, clean: str) -> None:
+        if p.style:
+            self._votes[p.style] += 1
+        low = clean.lower()
+        if "vllm" in low:
+            self._votes["vllm"] += 1
+        if "sglang" in low or "fired up and ready" in low:
+            self._votes["sglang"] += 1
+
+    def _evidence(self) -> Evidence:
+        markers = [MarkerSeen(m.spec.name, m.spec.phase, m.line, m.count) for m in self._markers.values()]
+        last = None
+        if self._last_marker is not None:
+            spec, line = self._last_marker
+            last = MarkerSeen(spec.name, spec.phase, line, self._markers[spec.name].count)
+        hits = [
+            Hit(sig_id, acc.line, acc.phase, acc.count, acc.tb.index if acc.tb else None, acc.leads)
+            for sig_id, accs in self._hits.items()
+            for acc in accs
+        ]
+        hits.sort(key=lambda h: h.line.line_no)
+        votes = self._votes
+        engine = max(votes, key=lambda k: votes[k]) if any(votes.values()) else None
+        tail = self._tail_lines()
+        return Evidence(
+            lines=self._newlines,
+            bytes=self._bytes,
+            engine=engine,
+            markers=markers,
+            last_marker=last,
+            tracebacks=list(self._tbs.done),
+            tracebacks_dropped=self._tbs.dropped,
+            first_error=self._first_error,
+            fatal=self._fatal,
+            errors=self._errors.counted(),
+            cuda_errors=self._cuda.counted(),
+            warnings=self._warnings.counted(),
+            deprecations=self._deprecations.counted(),
+            resolved=dict(self._resolved),
+            versions=dict(self._versions),
+            server_args=dict(self._server_args),
+            hits=hits,
+            tail=tail,
+        )
+
+
+def _is_cause(row: Signature) -> bool:
+    return not row.generic and row.specificity > ERROR_SPECIFICITY
+
+
+def extract_evidence(lines: Iterable[str | bytes]) -> Evidence:
+    """Evidence from an iterable of lines (str or bytes, with or without line breaks)."""
+    builder = EvidenceBuilder()
+    batch: list[bytes] = []
+    size = 0
+    for item in lines:
+        data = item.encode("utf-8", "replace") if isinstance(item, str) else item
+        if not data.endswith(b"\n"):
+            data += b"\n"
+        batch.append(data)
+        size += len(data)
+        if size >= _BATCH:
+            builder.feed(b"".join(batch))
+            batch, size = [], 0
+    builder.feed(b"".join(batch))
+    return builder.finish()

@@ -1,0 +1,60 @@
+"""What kind of message a line is: a warning, a deprecation, an error, a CUDA error.
+
+SGLang's own log format carries no level (`[ts TP0] message`), and its warnings are logger.warning calls
+that look like any other line. So a level-less line counts as a warning by its wording (`might cause`,
+`deprecated`, `falling back`, `will be ignored`, ...); lines with a level word (vLLM, uvicorn, Python
+logging, `[ts] WARNING file.py:12:`) are taken at their word.
+"""
+
+from __future__ import annotations
+
+import re
+
+from orchestrator.harvest.lines import EXCEPTION_START_RE, Parsed
+
+ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL"})
+
+_WARNING_CLASS = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*Warning\b|\b[A-Z]\w*Warning: |\bWARN(?:ING)?\b|^Warning\b")
+_WARNING_WORDING = re.compile(
+    r"(?i)\bdeprecat|\bmight (?:cause|lead|result|not)\b|\bmay (?:cause|lead to|result in)\b|\bnot recommended\b"
+    r"|\bdegrad|\bfall(?:ing)? ?back\b|\bfallback\b|\bignor(?:e|ed|ing)\b"
+    r"|\bwill be (?:ignored|disabled|removed|overridden)\b|\byou should\b|\bexperimental\b|\boverrid(?:e|es|ing)\b"
+    r"|\bsetting \S+(?: \S+){0,2} to\b|\bautomatically (?:selected|set|enabled|disabled)\b"
+    r"|\bplease (?:use|set|consider|install|upgrade|increase|reduce)\b|\b(?:will|may|might|could) result in\b"
+)
+_DEPRECATION = re.compile(r"(?i)deprecat")
+_CUDA_ERROR = re.compile(
+    r"CUDA (?:error|Error|driver error)|cudaError\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|CUDA_ERROR_\w+"
+    r"|device-side assert|Assertion .+ failed|illegal memory access|CUDA out of memory|no kernel image"
+)
+_DIGITS = re.compile(r"\d+")
+
+
+def is_warning(p: Parsed, message: str) -> bool:
+    """Whether a message (prefix removed, stripped) is a warning."""
+    if p.level == "WARNING":
+        return True
+    if p.level in ERROR_LEVELS:
+        return False
+    if _WARNING_CLASS.search(message):
+        return not EXCEPTION_START_RE.match(message) or "Warning" in message.split(":", 1)[0]
+    if EXCEPTION_START_RE.match(message):
+        return False
+    return p.level is None and _WARNING_WORDING.search(message) is not None
+
+
+def is_deprecation(message: str) -> bool:
+    """Whether a message announces something deprecated."""
+    return _DEPRECATION.search(message) is not None
+
+
+def is_error(p: Parsed, message: str) -> bool:
+    """Whether a message is an error by its level or because it starts with a Python exception."""
+    return p.level in ERROR_LEVELS or EXCEPTION_START_RE.match(message) is not None
+
+
+def cuda_error_key(message: str) -> str | None:
+    """A key under which repeats of a CUDA error collapse (thread/block numbers masked), or None."""
+    if _CUDA_ERROR.search(message) is None:
+        return None
+    return _DIGITS.sub("#", message)

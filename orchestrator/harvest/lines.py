@@ -1,0 +1,144 @@
+"""One log line taken apart: ANSI colour codes, then the timestamp/rank/level prefix, then the message.
+
+The prefixes met in SGLang logs and in the vLLM/PyTorch/Ray logs that fail the same way:
+`[2025-05-09 19:11:16 TP0] `, `[11:19:46 TP0] `, `[ts] INFO server_args.py:1974: `, `INFO:     ` (uvicorn),
+`(EngineCore_DP0 pid=123) ERROR 09-27 11:31:49 [core.py:718] `, `ERROR 12-05 20:24:46 engine.py:366] `,
+`2025-03-27 21:33:31,320 - INFO - `, `[rank0]:`, `[gpu_id=0] ` (old SGLang), glog `W0101 12:00:00.1 42 x.cc:12] `.
+Excerpts pasted into issues lose characters (`RROR 12-18 ...`), so the level word is optional and any upper-case
+run is accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+
+_LEVELS = {"WARN": "WARNING", "E": "ERROR", "W": "WARNING", "I": "INFO", "F": "FATAL", "D": "DEBUG"}
+_LEVEL = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
+
+_PAREN = re.compile(r"\(([^()]{0,80}?\bpid=\d+[^()]{0,60})\)\s?")
+_SGL = re.compile(r"\[((?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?)((?: (?:DP|TP|EP|PP|CP|PD|ATTN)\d+)*)\] ?")
+_RANK = re.compile(r"\[(rank\d+|default\d+|gpu_id=\d+)\]:?\s?")
+_BRACKET_LEVEL = re.compile(rf"\[[\w.\-]+\] ({_LEVEL}):? ")
+_VLLM = re.compile(r"(?:([A-Z]{1,8}) )?(\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.\-]+:\d+\]? ?")
+_PYLOG = re.compile(
+    rf"(\d{{4}}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\s*[-|]\s*(?:[\w.]+\s*[-|]\s*)?({_LEVEL})\s*[-|:] ?"
+)
+_GLOG = re.compile(r"\[?([IWEF])(\d{4} \d\d:\d\d:\d\d(?:\.\d+)?)\s+\d+ [\w.\-]+:\d+\]\s?")
+_LEVEL_AFTER = re.compile(rf"({_LEVEL})(?::\s+| [\w.\-]+:\d+:? ?)")
+
+FRAME_RE = re.compile(r'", line (\d+), in (\S+)')
+"""A Python traceback frame (`File "x.py", line 3, in f`), also when a paste dropped the `File "` part."""
+
+EXCEPTION_START_RE = re.compile(
+    r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Interrupt|Exit|Failure|Failed|Fault)\b(?:\(|:|\s*$)"
+)
+"""A message that begins with a Python exception: `KeyError: 'x'`, `torch.OutOfMemoryError: ...`, `AssertionError`."""
+
+_TB_EXCEPTION = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(:\s.*|:)?\s*$")
+_EXC_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Iteration", "Failed", "Failure", "Fault", "Warning")
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """A line split into its prefix fields and its message."""
+
+    body: str
+    ts: str | None = None
+    level: str | None = None
+    key: str = ""
+    """The writing process when the prefix names it (`EngineCore_DP0 pid=6106`, `rank0`), else empty."""
+    style: str | None = None
+    """`sglang` or `vllm` when the prefix is that engine's own."""
+
+    @property
+    def prefixed(self) -> bool:
+        """Whether anything was stripped in front of the message."""
+        return self.ts is not None or self.level is not None or bool(self.key)
+
+
+def strip_ansi(text: str) -> str:
+    """The text without terminal colour and cursor codes."""
+    return ANSI_RE.sub("", text) if "\x1b" in text else text
+
+
+def parse(text: str) -> Parsed:
+    """Split an (ANSI-free) line into timestamp, level, writing process and message.
+
+    Prefixes can nest (a launcher that logs SGLang's output through its own logger:
+    `2025-03-08 02:04:48,693 - __main__ - INFO - [2025-03-08 02:04:48 TP0] ...`); the innermost
+    timestamp and level are the server's own.
+    """
+    pos, ts, level, key, style = 0, None, None, "", None
+    for _ in range(3):
+        layer = _layer(text, pos)
+        if layer is None:
+            break
+        pos, layer_ts, layer_level, layer_key, layer_style = layer
+        ts, level = layer_ts or ts, layer_level
+        key, style = key or layer_key, layer_style or style
+    if level is not None:
+        level = _LEVELS.get(level, level)
+    return Parsed(text[pos:], ts, level, key, style)
+
+
+_Layer = tuple[int, "str | None", "str | None", str, "str | None"]
+
+
+def _layer(text: str, pos: int) -> _Layer | None:
+    """One prefix at `pos`: (end, timestamp, level, process key, style), or None."""
+    head = text[pos : pos + 1]
+    if head == "(":
+        m = _PAREN.match(text, pos)
+        return (m.end(), None, None, m.group(1), None) if m else None
+    if head == "[":
+        if m := _SGL.match(text, pos):
+            m2 = _LEVEL_AFTER.match(text, m.end())
+            if m2:
+                return m2.end(), m.group(1), m2.group(1), "", "sglang"
+            return m.end(), m.group(1), None, "", "sglang"
+        if m := _RANK.match(text, pos):
+            m2 = _GLOG.match(text, m.end())
+            if m2:
+                return m2.end(), m2.group(2), m2.group(1), m.group(1), None
+            return m.end(), None, None, m.group(1), None
+        if m := _GLOG.match(text, pos):
+            return m.end(), m.group(2), m.group(1), "", None
+        if m := _BRACKET_LEVEL.match(text, pos):
+            return m.end(), None, m.group(1), "", None
+    elif head.isdigit():
+        if m := _PYLOG.match(text, pos):
+            return m.end(), m.group(1), m.group(2), "", None
+        if m := _VLLM.match(text, pos):
+            return m.end(), m.group(2), m.group(1), "", "vllm"
+    elif head.isupper():
+        if m := _VLLM.match(text, pos):
+            return m.end(), m.group(2), m.group(1), "", "vllm"
+        if m := _GLOG.match(text, pos):
+            return m.end(), m.group(2), m.group(1), "", None
+        if m := _LEVEL_AFTER.match(text, pos):
+            return m.end(), None, m.group(1), "", None
+    return None
+
+
+def ts_key(ts: str | None) -> tuple[int, ...]:
+    """A sort key for the timestamp forms above (missing date parts count as 0)."""
+    if not ts:
+        return ()
+    date, _, clock = ts.replace("T", " ").rpartition(" ")
+    parts = [int(p) for p in re.split(r"[-:.,]", clock) if p.isdigit()]
+    frac = re.search(r"[.,](\d+)$", clock)
+    day = [int(p) for p in date.split("-") if p.isdigit()]
+    day = [0] * (3 - len(day)) + day[-3:]
+    return (*day, *parts[:3], int(frac.group(1)[:3].ljust(3, "0")) if frac else 0)
+
+
+def looks_like_exception(body: str) -> bool:
+    """Whether the line after a traceback's frames is its exception line (`KeyError: 'x'`, `AssertionError`)."""
+    m = _TB_EXCEPTION.match(body)
+    if not m:
+        return False
+    name = m.group(1)
+    return bool(m.group(2)) or "." in name or name.endswith(_EXC_SUFFIXES)

@@ -1,0 +1,99 @@
+"""`orchestrator classify LOGFILE [--json]`: the JSON contract, the human report, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from orchestrator.cli import app
+from orchestrator.cli import classify as cli_classify
+from tests.paths import CRASH_LOGS
+
+runner = CliRunner()
+
+
+def test_json_contract_on_a_real_crash_log() -> None:
+    log = CRASH_LOGS / "sglang-5491-eagle-flashinfer-illegal-memory-access.log"
+    result = runner.invoke(app, ["classify", str(log), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    for key in (
+        "status",
+        "category",
+        "phase",
+        "root_cause_line",
+        "reason",
+        "first_error",
+        "warnings",
+        "tracebacks",
+        "markers",
+        "resolved",
+        "deprecations",
+        "versions",
+        "cuda_errors",
+    ):
+        assert key in doc
+    assert (doc["status"], doc["category"], doc["phase"]) == ("fail", "illegal_memory_access", "serving")
+    assert doc["root_cause_line"] in log.read_text().splitlines()
+    assert doc["root_cause_line_no"] == 1
+    assert doc["tracebacks"][0]["lines"][0].endswith("Scheduler hit an exception: Traceback (most recent call last):")
+
+
+def test_json_warnings_are_objects_with_counts(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    warning = "DeepGemm is enabled but the scale_fmt of checkpoint is not ue8m0. This might cause accuracy degradation."
+    log.write_text(
+        f"[2026-01-05 10:00:00 TP0] {warning}\n[2026-01-05 10:00:01 TP1] {warning}\n"
+        "[2026-01-05 10:00:02] Attention backend not specified. Use trtllm_mha backend by default.\n"
+        "[2026-01-05 10:00:03] The server is fired up and ready to roll!\n"
+    )
+    doc = json.loads(runner.invoke(app, ["classify", "--json", str(log)]).stdout)
+    assert doc["warnings"] == [{"text": warning, "count": 2, "first_seen": "2026-01-05 10:00:00", "line_no": 1}]
+    assert doc["resolved"] == {"attention_backend": "trtllm_mha"}
+    assert [m["name"] for m in doc["markers"]] == ["ready"]
+    assert (doc["category"], doc["phase"]) == ("healthy", "ready")
+
+
+def test_human_report_shows_the_cause_in_context() -> None:
+    log = CRASH_LOGS / "llm-compressor-959-vllm-keyerror-weight-scale.log"
+    result = runner.invoke(app, ["classify", str(log)])
+    assert result.exit_code == 0
+    out = result.stdout
+    assert "weights_load_error" in out and "model_load" in out
+    assert "root cause, line 9" in out
+    assert "KeyError: 'layers.0.mlp.down_proj.weight_scale'" in out
+    assert "first traceback" in out
+
+
+def test_unreadable_file_exits_2(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["classify", str(tmp_path / "missing.log")])
+    assert result.exit_code == 2
+    assert "cannot read" in result.output
+    assert runner.invoke(app, ["classify", str(tmp_path)]).exit_code == 2
+
+
+def test_a_failure_category_still_exits_0(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(b"usage: sglang serve [-h]\nsglang serve: error: unrecognized arguments: --bogus 1\n")
+    result = runner.invoke(app, ["classify", "--json", str(log)])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["status"] == "invalid"
+
+
+def test_large_file_is_read_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli_classify, "CHUNK", 4096)
+    log = tmp_path / "server.log"
+    decode = "[2026-01-05 10:00:00 TP0] Decode batch. #running-req: 3, #token: 14, gen throughput (token/s): 2.5\n"
+    with log.open("w") as f:
+        f.write("[2026-01-05 09:59:00] The server is fired up and ready to roll!\n")
+        f.write(decode * 20000)
+        f.write("torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n")
+        f.write(decode * 10)
+    doc = json.loads(runner.invoke(app, ["classify", "--json", str(log)]).stdout)
+    assert (doc["category"], doc["phase"], doc["root_cause_line_no"]) == ("illegal_memory_access", "serving", 20002)
+    around = cli_classify.lines_around(log, 20002, radius=2)
+    assert [n for n, _ in around] == [20000, 20001, 20002, 20003, 20004]
+    assert around[2][1].startswith("torch.AcceleratorError")

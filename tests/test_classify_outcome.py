@@ -1,0 +1,117 @@
+"""What the probes saw combined with what the log says: deadlines, failed probes, early exits, passes."""
+
+from __future__ import annotations
+
+from orchestrator.classify.verdict import classify
+from orchestrator.harvest.evidence import extract_evidence
+from orchestrator.harvest.records import Evidence
+from orchestrator.model import Category, Phase, ProbeOutcome, ProbeResult, Status
+
+LOADING = "[2026-01-05 10:00:02 TP0] Load weight begin. avail mem=94.02 GB"
+READY = [
+    "[2026-01-05 10:00:20] INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)",
+    "[2026-01-05 10:00:21] The server is fired up and ready to roll!",
+]
+NAN = "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0"
+SIGQUIT = "[2026-01-05 10:00:40] Received sigquit from a child process. It usually means the child failed."
+
+
+def ev(*lines: str) -> Evidence:
+    return extract_evidence(list(lines))
+
+
+def ok(name: str) -> ProbeResult:
+    return ProbeResult(name=name, ok=True, latency_s=0.2)
+
+
+def test_deadline_with_a_silent_log_is_a_hang_at_that_phase() -> None:
+    verdict = classify(ev(LOADING), ProbeOutcome(reached_ready=False, deadline_phase=Phase.MODEL_LOAD))
+    assert (verdict.status, verdict.category, verdict.phase) == (
+        Status.FAIL,
+        Category.HANG_OR_TIMEOUT,
+        Phase.MODEL_LOAD,
+    )
+    assert verdict.root_cause_line == LOADING
+
+
+def test_deadline_with_only_followups_is_still_a_hang() -> None:
+    outcome = ProbeOutcome(reached_ready=False, deadline_phase=Phase.WARMUP)
+    assert classify(ev(LOADING, SIGQUIT), outcome).category is Category.HANG_OR_TIMEOUT
+
+
+def test_deadline_gives_way_to_an_error_the_log_shows() -> None:
+    nccl = "RuntimeError: NCCL error: remote process exited or there was a network error"
+    verdict = classify(ev(LOADING, nccl), ProbeOutcome(reached_ready=False, deadline_phase=Phase.MODEL_LOAD))
+    assert (verdict.category, verdict.phase, verdict.root_cause_line) == (Category.NCCL_ERROR, Phase.MODEL_LOAD, nccl)
+
+
+def test_wrong_answer_with_a_clean_log_is_wrong_output_at_the_probe() -> None:
+    probes = (ok("greedy"), ProbeResult(name="sampled", ok=False, wrong_answer=True, error="no 'Paris'"))
+    verdict = classify(ev(LOADING, *READY), ProbeOutcome(reached_ready=True, probes=probes))
+    assert (verdict.status, verdict.category, verdict.phase) == (
+        Status.FAIL,
+        Category.WRONG_OUTPUT,
+        Phase.SAMPLED_DECODE,
+    )
+    assert verdict.failed_probe == "sampled" and verdict.root_cause_line is None
+    assert "sampled" in verdict.reason
+
+
+def test_probe_timeout_with_a_clean_log_is_a_hang_at_the_probe() -> None:
+    probes = (ProbeResult(name="concurrent", ok=False, timed_out=True),)
+    verdict = classify(ev(*READY), ProbeOutcome(reached_ready=True, probes=probes))
+    assert (verdict.category, verdict.phase) == (Category.HANG_OR_TIMEOUT, Phase.CONCURRENT_DECODE)
+
+
+def test_probe_failure_takes_the_category_the_log_names() -> None:
+    probes = (ok("greedy"), ProbeResult(name="sampled", ok=False, error="connection reset by peer"))
+    outcome = ProbeOutcome(reached_ready=True, probes=probes, process_died=True, exit_code=-9)
+    verdict = classify(ev(*READY, NAN, SIGQUIT, "Killed"), outcome)
+    assert (verdict.category, verdict.phase, verdict.root_cause_line) == (
+        Category.NAN_IN_PROBS,
+        Phase.SAMPLED_DECODE,
+        NAN,
+    )
+    assert verdict.failed_probe == "sampled"
+
+
+def test_probe_failure_with_a_silent_log_is_still_a_failure() -> None:
+    probes = (ProbeResult(name="alive_after", ok=False, error="503"),)
+    verdict = classify(ev(*READY), ProbeOutcome(reached_ready=True, probes=probes))
+    assert (verdict.status, verdict.category, verdict.phase) == (Status.FAIL, Category.UNKNOWN, Phase.AFTER_DECODE)
+
+
+def test_probe_failure_with_only_a_followup_keeps_its_line() -> None:
+    probes = (ProbeResult(name="greedy", ok=False, error="connection refused"),)
+    verdict = classify(ev(*READY, SIGQUIT), ProbeOutcome(reached_ready=True, probes=probes))
+    assert (verdict.category, verdict.root_cause_line) == (Category.UNKNOWN, SIGQUIT)
+
+
+def test_exit_before_ready_uses_the_log_or_the_exit_code() -> None:
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    died = ProbeOutcome(reached_ready=False, process_died=True, exit_code=1)
+    assert classify(ev(LOADING, oom), died).category is Category.CUDA_OOM
+    killed = classify(ev(LOADING), ProbeOutcome(reached_ready=False, process_died=True, exit_code=-9))
+    assert (killed.category, killed.phase) == (Category.PROCESS_KILLED, Phase.MODEL_LOAD)
+    silent = classify(ev(LOADING), died)
+    assert (silent.status, silent.category, silent.phase) == (Status.FAIL, Category.UNKNOWN, Phase.MODEL_LOAD)
+
+
+def test_all_probes_passing_is_a_pass_even_after_our_own_stop() -> None:
+    probes = tuple(ok(n) for n in ("greedy", "sampled", "concurrent", "alive_after"))
+    shutdown = "[2026-01-05 10:01:00] INFO:     Shutting down"
+    outcome = ProbeOutcome(reached_ready=True, probes=probes, process_died=True, exit_code=-15)
+    verdict = classify(ev(LOADING, *READY, shutdown), outcome)
+    assert (verdict.status, verdict.category, verdict.phase) == (Status.PASS, Category.HEALTHY, Phase.AFTER_DECODE)
+    assert verdict.root_cause_line == READY[-1]
+
+
+def test_log_only_failure_after_ready_is_serving() -> None:
+    verdict = classify(ev(LOADING, *READY, NAN))
+    assert (verdict.category, verdict.phase) == (Category.NAN_IN_PROBS, Phase.SERVING)
+
+
+def test_log_only_healthy_phase_is_the_last_marker() -> None:
+    verdict = classify(ev(LOADING, *READY))
+    assert (verdict.status, verdict.phase, verdict.root_cause_line) == (Status.PASS, Phase.READY, READY[-1])
+    assert classify(ev()).category is Category.HEALTHY

@@ -1,0 +1,152 @@
+"""One line taken apart: every prefix form of SGLang, vLLM, Ray, uvicorn, Python logging and torchrun."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.harvest.lines import EXCEPTION_START_RE, looks_like_exception, parse, strip_ansi, ts_key
+
+
+@pytest.mark.parametrize(
+    ("line", "ts", "level", "key", "body"),
+    [
+        (
+            "[2025-05-09 19:11:16 TP0] Load weight begin. avail mem=9 GB",
+            "2025-05-09 19:11:16",
+            None,
+            "",
+            "Load weight begin. avail mem=9 GB",
+        ),
+        ("[2025-05-09 19:11:16.123 DP1 TP3 EP3] Decode batch.", "2025-05-09 19:11:16.123", None, "", "Decode batch."),
+        ("[11:19:46 TP0] Capture cuda graph begin.", "11:19:46", None, "", "Capture cuda graph begin."),
+        (
+            "[2025-11-30 11:18:05] INFO:     Uvicorn running on http://127.0.0.1:30000",
+            "2025-11-30 11:18:05",
+            "INFO",
+            "",
+            "Uvicorn running on http://127.0.0.1:30000",
+        ),
+        (
+            "[2025-11-30 11:18:05] INFO server_args.py:1974: Attention backend not specified.",
+            "2025-11-30 11:18:05",
+            "INFO",
+            "",
+            "Attention backend not specified.",
+        ),
+        (
+            'INFO:     127.0.0.1:55504 - "GET / HTTP/1.1" 404 Not Found',
+            None,
+            "INFO",
+            "",
+            '127.0.0.1:55504 - "GET / HTTP/1.1" 404 Not Found',
+        ),
+        (
+            "(EngineCore_DP0 pid=6106) ERROR 09-27 11:31:49 [core.py:718] KeyError: 'x'",
+            "09-27 11:31:49",
+            "ERROR",
+            "EngineCore_DP0 pid=6106",
+            "KeyError: 'x'",
+        ),
+        (
+            "(RayWorkerWrapper pid=1054, ip=10.96.62.52) ERROR 01-02 02:39:17 worker_base.py:467] torch.OOM",
+            "01-02 02:39:17",
+            "ERROR",
+            "RayWorkerWrapper pid=1054, ip=10.96.62.52",
+            "torch.OOM",
+        ),
+        ("ERROR 12-05 20:24:46 engine.py:366] KeyError: 'w'", "12-05 20:24:46", "ERROR", "", "KeyError: 'w'"),
+        ("RROR 12-18 19:47:34 engine.py:366] ValueError: v", "12-18 19:47:34", "RROR", "", "ValueError: v"),
+        (
+            "(EngineCore_DP0 pid=6106) Process EngineCore_DP0:",
+            None,
+            None,
+            "EngineCore_DP0 pid=6106",
+            "Process EngineCore_DP0:",
+        ),
+        (
+            "2025-03-27 21:33:31,320 - INFO - flashinfer.jit: Prebuilt kernels not found",
+            "2025-03-27 21:33:31,320",
+            "INFO",
+            "",
+            "flashinfer.jit: Prebuilt kernels not found",
+        ),
+        (
+            "[rank0]:[W1102 12:00:00.123456 42 ProcessGroupNCCL.cpp:1496] Warning: WARNING: destroy",
+            "1102 12:00:00.123456",
+            "WARNING",
+            "rank0",
+            "Warning: WARNING: destroy",
+        ),
+        (
+            "[sgl_kernel] CRITICAL: Could not load any common_ops library!",
+            None,
+            "CRITICAL",
+            "",
+            "Could not load any common_ops library!",
+        ),
+        (
+            "WARNING: destroy_process_group() was not called",
+            None,
+            "WARNING",
+            "",
+            "destroy_process_group() was not called",
+        ),
+        ("Traceback (most recent call last):", None, None, "", "Traceback (most recent call last):"),
+        ("Killed", None, None, "", "Killed"),
+        (
+            "[gpu_id=1] Load weight end. type=Qwen2ForCausalLM",
+            None,
+            None,
+            "gpu_id=1",
+            "Load weight end. type=Qwen2ForCausalLM",
+        ),
+    ],
+)
+def test_prefix_forms(line: str, ts: str | None, level: str | None, key: str, body: str) -> None:
+    p = parse(line)
+    assert (p.ts, p.level, p.key, p.body) == (ts, level, key, body)
+
+
+def test_prefix_style_names_the_engine() -> None:
+    assert parse("[2025-05-09 19:11:16 TP0] x").style == "sglang"
+    assert parse("INFO 07-07 20:12:44 metrics.py:295] Avg prompt throughput").style == "vllm"
+    assert parse("plain text").style is None
+
+
+def test_ansi_codes_are_removed() -> None:
+    coloured = "\x1b[1;33m'--nsa-decode-backend' is deprecated and will be removed.\x1b[0m"
+    assert strip_ansi(coloured) == "'--nsa-decode-backend' is deprecated and will be removed."
+    assert strip_ansi("\x1b]0;title\x07plain") == "plain"
+    assert strip_ansi("no codes") == "no codes"
+
+
+def test_timestamp_keys_order_each_form() -> None:
+    assert ts_key("2025-05-09 19:11:16") < ts_key("2025-05-09 19:11:17") < ts_key("2025-05-10 00:00:00")
+    assert ts_key("2025-03-27 21:33:31,320") > ts_key("2025-03-27 21:33:31,100")
+    assert ts_key("01-02 02:39:17") < ts_key("01-02 02:40:00")
+    assert ts_key("11:19:46") < ts_key("11:19:47")
+    assert ts_key(None) == ()
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("KeyError: 'layers.0.weight'", True),
+        ("AssertionError", True),
+        ("torch.OutOfMemoryError: CUDA out of memory.", True),
+        ("triton.runtime.errors.OutOfResources: out of resource", True),
+        ("StopIteration", True),
+        ("Killed", False),
+        ("Load weight begin. avail mem=3 GB", False),
+    ],
+)
+def test_exception_line_after_frames(body: str, expected: bool) -> None:
+    assert looks_like_exception(body) is expected
+
+
+def test_exception_start_needs_an_exception_name() -> None:
+    assert EXCEPTION_START_RE.match("RuntimeError: CUDA error")
+    assert EXCEPTION_START_RE.match("OutOfMemoryError('CUDA out of memory')")
+    assert EXCEPTION_START_RE.match("Exception: Capture cuda graph failed")
+    assert not EXCEPTION_START_RE.match("Error rate is low")
+    assert not EXCEPTION_START_RE.match("Process SpawnProcess-1:")
