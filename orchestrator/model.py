@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Union
 
-FlagValue = Union[str, int, float, bool, None]
+FlagValue = Union[str, int, float, bool, None]  # noqa: UP007 (a runtime alias: Python 3.10 evaluates it)
 """A flag's value as a matrix gives it: True = bare flag, False/None = omitted."""
 
 

@@ -18,11 +18,4 @@ def main() -> None:
     app()
 
 
-from orchestrator.cli import (  # noqa: E402,F401
-    analysis,
-    classify,
-    run,
-    sweep,
-    table,
-    validate,
-)
+from orchestrator.cli import analysis, classify, run, sweep, table, validate  # noqa: E402,F401

@@ -7,6 +7,7 @@ consistent enough for `--resume` to re-attach or clean up, never to launch twice
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -147,7 +148,6 @@ def watch_attempt(
 
 
 def _stop_quietly(session: HostSession, launch: Launch, settings: RunSettings) -> None:
-    try:
+    # When the host is unreachable, resume finds the launch again by its run directory.
+    with contextlib.suppress(OrchestratorError):
         session.launcher.stop(launch, settings.deadlines.stop_grace)
-    except OrchestratorError:
-        pass  # the host is unreachable; resume will find the launch by its run directory
