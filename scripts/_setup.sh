@@ -9,8 +9,12 @@ setup_venv() {  # $1: extra to install ("" for none)
   [ -n "${1:-}" ] && target=".[${1}]"
   local stamp=".venv/.installed-${1:-base}"
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-    .venv/bin/python -m pip install -q -e "$target"
+    # pip and setuptools chatter goes to a log; it is shown only when the install fails.
+    if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e "$target"; } \
+        >.venv/pip.log 2>&1; then
+      cat .venv/pip.log >&2
+      return 1
+    fi
     touch "$stamp"
   fi
 }

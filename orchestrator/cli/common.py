@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import typer
+from rich.console import Console
 
 from orchestrator.config.load import builtin_sim_host, load_hosts
 from orchestrator.config.model import HostConfig
@@ -52,3 +53,11 @@ def exits_on_error(code: int = 1) -> Iterator[None]:
     except OrchestratorError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code) from exc
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A console that keeps wide tables whole when the output is a file or a pipe (rich assumes 80 columns)."""
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        console = Console(stderr=stderr, width=200)
+    return console

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from orchestrator.cli import app
-from orchestrator.cli.common import exits_on_error, open_store, resolve_host
+from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
 from orchestrator.config.model import HostConfig, Matrix
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.argv import cell_from_argv
@@ -33,7 +33,7 @@ def run(
 ) -> None:
     """Launch one SGLang server with the flags after `--`, probe it for real, and print the verdict."""
     argv = list(ctx.args)
-    console = Console(stderr=as_json)
+    console = make_console(stderr=as_json)
     with exits_on_error():
         host_config = resolve_host(host, scenario=scenario, hosts_file=hosts_file)
         matrix = one_cell_matrix(host_config, argv)

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from orchestrator.cli import app
-from orchestrator.cli.common import exits_on_error, open_store, resolve_host
+from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
 from orchestrator.report.table import render, summary_line, term_table
@@ -30,7 +29,7 @@ def sweep(
     hosts_file: Annotated[Path | None, typer.Option("--hosts", help="Hosts inventory.")] = None,
 ) -> None:
     """Run every cell of a matrix on a host and print the pass/fail table."""
-    console = Console(stderr=False)
+    console = make_console()
     with exits_on_error():
         matrix = load_matrix(matrix_path)
         host_config = resolve_host(host or matrix.host, scenario=scenario, hosts_file=hosts_file)

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from orchestrator.cli import app
+from orchestrator.cli.common import make_console
 from orchestrator.errors import StoreError
 from orchestrator.report.table import TableFormat, render, term_table
 from orchestrator.store import Store, default_db_path
@@ -33,6 +33,6 @@ def table(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
     if fmt == "term":
-        Console().print(term_table(results, record))
+        make_console().print(term_table(results, record))
     else:
         typer.echo(render(fmt, results, record), nl=False)

@@ -37,6 +37,8 @@ _FREE_PORTS_SCRIPT = """
 import socket, sys
 for p in map(int, sys.argv[1:]):
     s = socket.socket()
+    # As the server will: a port whose old connections linger in TIME_WAIT is free to listen on.
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         s.bind(("127.0.0.1", p)); print(p); break
     except OSError:
@@ -102,12 +104,12 @@ class HostSession:
 
     def launcher_words(self, install: str | None = None) -> list[str]:
         """The command that starts SGLang for an install (before its flags)."""
-        if self.is_sim:
-            words = [sys.executable, "-m", "orchestrator.sim"]
-            if self.config.scenario:
-                words += ["--scenario", str(Path(self.config.scenario).resolve())]
-            return words
-        return shlex.split(self.config.launcher_for(install))
+        if install is not None or not self.is_sim:
+            return shlex.split(self.config.launcher_for(install))
+        words = [sys.executable, "-m", "orchestrator.sim"]
+        if self.config.scenario:
+            words += ["--scenario", str(Path(self.config.scenario).resolve())]
+        return words
 
     def grammar(self, install: str | None = None) -> FlagGrammar:
         """The flag grammar of an install, read from its real `--help` output (cached)."""
@@ -126,7 +128,7 @@ class HostSession:
     def sglang_version(self, install: str | None = None) -> str | None:
         """The SGLang version of an install."""
         if self.is_sim:
-            version = self.sim_facts().get("sglang_version")
+            version = self.sim_facts(install).get("sglang_version")
             return version if isinstance(version, str) else None
         python = python_for(self.config, install)
         return facts.parse_version(self.sh(facts.sglang_version_command(quote(python)), timeout=120).text)
@@ -134,14 +136,14 @@ class HostSession:
     def packages(self, install: str | None = None) -> dict[str, str]:
         """Versions of the packages that decide SGLang's behaviour."""
         if self.is_sim:
-            packages = self.sim_facts().get("packages", {})
+            packages = self.sim_facts(install).get("packages", {})
             return dict(packages) if isinstance(packages, dict) else {}
         python = python_for(self.config, install)
         return facts.parse_packages(self.sh(f"{quote(python)} {facts.PIP_LIST}", timeout=120).text)
 
-    def sim_facts(self) -> dict[str, str | dict[str, str]]:
+    def sim_facts(self, install: str | None = None) -> dict[str, str | dict[str, str]]:
         """What the simulated host reports as installed (its scenario's version and packages)."""
-        words = [*self.launcher_words(), "--host-facts"]
+        words = [*self.launcher_words(install), "--host-facts"]
         out = self.sh(" ".join(quote(w) for w in words), timeout=60).text
         data: dict[str, str | dict[str, str]] = json.loads(out or "{}")
         return data

@@ -86,7 +86,12 @@ def status_text(result: CellResult) -> str:
 
 
 def root_cause_excerpt(result: CellResult, limit: int = EXCERPT_CHARS) -> str:
-    """The root-cause line without its log timestamp, cut to `limit` characters; else the reason."""
+    """The root-cause line without its log timestamp, cut to `limit` characters; else the reason.
+
+    A passing cell shows nothing: its "root cause" is only the last healthy marker the log reached.
+    """
+    if result.status is Status.PASS:
+        return ""
     text = _LOG_PREFIX.sub("", (result.root_cause_line or result.reason).strip())
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -112,9 +117,17 @@ def term_table(results: Sequence[CellResult], sweep: SweepRecord) -> Table:
     axes = axis_columns(results)
     table = Table(title=f"{sweep.name} · {sweep.sweep_id} on {sweep.host}", caption=summary_line(results))
     for name in axes:
-        table.add_column(name)
+        table.add_column(name, no_wrap=True)
     for header in _HEADERS:
-        table.add_column(header, justify="right" if header in ("attempts", "ready s") else "left")
+        # The cause column wraps to a few lines at most; the others never wrap, so rows stay readable.
+        wide = header == "root cause"
+        table.add_column(
+            header,
+            justify="right" if header in ("attempts", "ready s") else "left",
+            no_wrap=not wide,
+            ratio=1 if wide else None,
+            min_width=48 if wide else None,
+        )
     for result in results:
         status, *rest = _human_cells(result)
         style = "dim" if result.status is None else _STATUS_STYLE[result.status]

@@ -123,14 +123,16 @@ def execute_run(
     finally:
         client.close()
         live.drain()
+        # Read before our own stop: only a server that ended by itself leaves an exit code.
+        died_alone = not launcher.alive(launch)
+        exit_code = launcher.exit_code(launch) if died_alone else None
         launcher.stop(launch, settings.deadlines.stop_grace)
         live.drain()
-    exit_code = launcher.exit_code(launch)
     outcome = ProbeOutcome(
         reached_ready=ready.ready,
         ready_s=ready.ready_s,
         probes=probes,
-        process_died=ready.died or exit_code is not None,
+        process_died=ready.died or died_alone,
         deadline_phase=ready.deadline_phase,
         exit_code=exit_code,
     )

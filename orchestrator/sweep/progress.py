@@ -72,7 +72,7 @@ class SweepProgress:
             f"{len(preflight.invalid)} invalid; " + ", ".join(f"{k} {v}" for k, v in preflight.versions.items() if v)
         )
         for plan in preflight.invalid:
-            self.console.print(f"* {plan.cell.label}: [yellow]invalid[/] ({plan.reason})")
+            self.console.print(f"* {plan.cell.label}: [yellow]invalid[/] ({plan.reason})", soft_wrap=True)
         self._refresh()
 
     def on_event(self, cell: Cell, event: str, phase: Phase | None) -> None:
@@ -95,7 +95,8 @@ class SweepProgress:
         style = STATUS_STYLE.get(verdict.status, "")
         why = f" at {verdict.phase.value}" if verdict.phase and verdict.status is not Status.PASS else ""
         cause = f" {verdict.category.value}" if verdict.status is not Status.PASS else ""
-        self.console.print(f"* {result.cell.label}: [{style}]{verdict.status.value}[/]{why}{cause}, took {took:.1f}s")
+        line = f"* {result.cell.label}: [{style}]{verdict.status.value}[/]{why}{cause}, took {took:.1f}s"
+        self.console.print(line, soft_wrap=True)
         self._refresh()
 
     def eta_s(self) -> float | None:
