@@ -48,6 +48,36 @@ for p in map(int, sys.argv[1:]):
 """
 
 
+_GRAMMARS: dict[tuple[str, str | None, tuple[str, ...]], FlagGrammar] = {}
+"""Grammars read this process, per host, install and launcher: `--help` of a real install takes seconds."""
+
+
+_LISTENER_SCRIPT = """
+import os, sys
+port, pgid = int(sys.argv[1]), int(sys.argv[2])
+inodes = set()
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    try:
+        rows = open(table).read().splitlines()[1:]
+    except OSError:
+        continue
+    for row in rows:
+        f = row.split()
+        if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+            inodes.add(f[9])
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if os.getpgid(int(pid)) != pgid:
+            continue
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            if os.readlink(f"/proc/{pid}/fd/{fd}")[8:-1] in inodes:
+                print("ours"); sys.exit(0)
+    except OSError:
+        continue
+print("foreign" if inodes else "none")
+"""
+
+
 class HostSession:
     """One open connection to a host, with everything the sweep asks of it."""
 
@@ -55,7 +85,6 @@ class HostSession:
         self.config = config
         self.transport = transport
         self.launcher = Launcher(transport)
-        self._grammars: dict[str | None, FlagGrammar] = {}
 
     @classmethod
     def open(cls, config: HostConfig) -> HostSession:
@@ -105,7 +134,8 @@ class HostSession:
     def launcher_words(self, install: str | None = None) -> list[str]:
         """The command that starts SGLang for an install (before its flags)."""
         if install is not None or not self.is_sim:
-            return shlex.split(self.config.launcher_for(install))
+            words = shlex.split(self.config.launcher_for(install))
+            return absolute_scenario(words) if self.is_sim else words
         words = [sys.executable, "-m", "orchestrator.sim"]
         if self.config.scenario:
             words += ["--scenario", str(Path(self.config.scenario).resolve())]
@@ -113,7 +143,8 @@ class HostSession:
 
     def grammar(self, install: str | None = None) -> FlagGrammar:
         """The flag grammar of an install, read from its real `--help` output (cached)."""
-        if install not in self._grammars:
+        key = (self.config.name, install, tuple(self.launcher_words(install)))
+        if key not in _GRAMMARS:
             words = self.launcher_words(install)
             cmd = "COLUMNS=200 " + " ".join(quote(w) for w in [*words, "--help"]) + " 2>/dev/null"
             result = self.sh(cmd, timeout=300)
@@ -122,8 +153,8 @@ class HostSession:
                     f"`{' '.join(words)} --help` on {self.config.name} printed no usage (exit {result.exit_code}): "
                     f"{(result.stderr_text or result.text)[-400:]}"
                 )
-            self._grammars[install] = parse_help(result.text, self.sglang_version(install))
-        return self._grammars[install]
+            _GRAMMARS[key] = parse_help(result.text, self.sglang_version(install))
+        return _GRAMMARS[key]
 
     def sglang_version(self, install: str | None = None) -> str | None:
         """The SGLang version of an install."""
@@ -178,6 +209,12 @@ class HostSession:
                 return False, holders
             time.sleep(0.1)
 
+    def port_owner(self, port: int, pgid: int) -> str:
+        """Who listens on a port of the host: "ours" (the launch's process group), "foreign", "none" or "unknown"."""
+        script = quote(_LISTENER_SCRIPT)
+        out = self.sh(f"{quote(self.config.python)} -c {script} {port} {pgid}", timeout=30).text.strip()
+        return out if out in ("ours", "foreign", "none") else "unknown"
+
     def free_port(self, avoid: set[int]) -> int:
         """A port free on the host and at least PORT_SPACING away from every port in `avoid`."""
         base = self.config.port_base
@@ -219,6 +256,18 @@ def transport_spec(config: HostConfig) -> Literal["local"] | SshTarget:
         known_hosts=config.known_hosts,
         accept_new_host_keys=config.accept_new_host_keys,
     )
+
+
+def absolute_scenario(words: list[str]) -> list[str]:
+    """A simulated launcher with its `--scenario` made absolute: launches start in their run directory."""
+    # The simulated host is this machine, so a relative path means the orchestrator's working directory.
+    out = list(words)
+    for i, word in enumerate(out):
+        if word == "--scenario" and i + 1 < len(out):
+            out[i + 1] = str(Path(out[i + 1]).expanduser().resolve())
+        elif word.startswith("--scenario="):
+            out[i] = "--scenario=" + str(Path(word.split("=", 1)[1]).expanduser().resolve())
+    return out
 
 
 def python_for(config: HostConfig, install: str | None) -> str:

@@ -7,6 +7,7 @@ and the caller turns them into status `infra`.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,14 +20,18 @@ from orchestrator.host.facts import GpuHolder
 from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Phase, ProbeOutcome, ProbeResult, Verdict
+from orchestrator.probe.client import ProbeClient
 from orchestrator.probe.decode import run_probes
 from orchestrator.probe.ready import LogProgress, wait_ready
 from orchestrator.settings import Deadlines, ProbeSettings
 
+REPROBES_AFTER_DROP = 2
+"""Times the probes are repeated on the same server after the SSH connection dropped under them."""
 LIVE_LOG_BUDGET = 64 << 20
 """Bytes of log streamed whole; past this the final harvest moves only what matters (harvest_huge)."""
 
 PhaseCallback = Callable[[str, Phase | None], None]
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -108,17 +113,17 @@ def execute_run(
         ready = wait_ready(
             client, is_alive=lambda: launcher.alive(launch), poll_log=live.poll, deadlines=settings.deadlines
         )
+        if ready.ready and session.port_owner(spec.port, launch.pgid) == "foreign":
+            # Another server answered on our port (ours lost the race to bind it): probing it would
+            # judge the wrong server. Our launch is dying of the bind error; let its log say so.
+            ready = wait_ready(
+                _NeverReady(), is_alive=lambda: launcher.alive(launch), poll_log=live.poll, deadlines=settings.deadlines
+            )
         if ready.ready:
             live.timings["ready"] = round(time.monotonic() - started, 3)
             if on_event:
                 on_event("ready", Phase.READY)
-            probes = run_probes(
-                client,
-                settings.probes,
-                is_alive=lambda: launcher.alive(launch),
-                deadlines=settings.deadlines,
-                on_probe=(lambda name: on_event("probe", _probe_phase(name))) if on_event else None,
-            )
+            probes = _probe_through_drops(session, launch, client, settings, on_event)
             live.timings["probes_done"] = round(time.monotonic() - started, 3)
     finally:
         client.close()
@@ -126,7 +131,9 @@ def execute_run(
         # Read before our own stop: only a server that ended by itself leaves an exit code.
         died_alone = not launcher.alive(launch)
         exit_code = launcher.exit_code(launch) if died_alone else None
-        launcher.stop(launch, settings.deadlines.stop_grace)
+        if launcher.stop(launch, settings.deadlines.stop_grace):
+            # Survived SIGTERM for the whole grace (ranks hung in shutdown): worth seeing in the record.
+            live.timings["sigkill_after_s"] = settings.deadlines.stop_grace
         live.drain()
     outcome = ProbeOutcome(
         reached_ready=ready.ready,
@@ -141,6 +148,41 @@ def execute_run(
     released, leftovers = session.wait_gpus_released(spec.gpus, settings.deadlines.gpu_release)
     live.timings["total"] = round(time.monotonic() - started, 3)
     return RunReport(outcome, evidence, verdict, live.timings, launch.pgid, released, leftovers)
+
+
+def _probe_through_drops(
+    session: HostSession, launch: Launch, client: ProbeClient, settings: RunSettings, on_event: PhaseCallback | None
+) -> tuple[ProbeResult, ...]:
+    """Run the probes; when the SSH connection under them dropped and the server lives on, run them again.
+
+    A request cut off with the connection says nothing about the server, so a failure is only
+    believed when the connection held. The whole sequence is repeated, on the same server.
+    """
+    for attempt in range(REPROBES_AFTER_DROP + 1):
+        epoch = session.transport.connection_epoch
+        probes = run_probes(
+            client,
+            settings.probes,
+            is_alive=lambda: session.launcher.alive(launch),
+            deadlines=settings.deadlines,
+            on_probe=(lambda name: on_event("probe", _probe_phase(name))) if on_event else None,
+        )
+        if all(p.ok for p in probes) or attempt == REPROBES_AFTER_DROP:
+            break
+        # Liveness first: it reconnects over a dead connection, which is what moves the epoch.
+        if not session.launcher.alive(launch) or session.transport.connection_epoch == epoch:
+            break
+        log.warning("%s: the connection dropped during the probes of %s; probing it again", session.config.name,
+                    launch.spec.run_id)  # fmt: skip
+    return probes
+
+
+class _NeverReady:
+    """A health source for a launch whose port another server holds: it can never be ready."""
+
+    def health_generate(self, timeout: float = 1.0) -> int | None:
+        """Always unreachable."""
+        return None
 
 
 def _probe_phase(name: str) -> Phase:
