@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from orchestrator.cli import app
-from orchestrator.cli.common import exits_on_error, resolve_host
+from orchestrator.cli.common import exits_on_error, make_console, resolve_host
 from orchestrator.config.load import load_matrix
 from orchestrator.errors import ConfigError
 from orchestrator.host.session import HostSession
@@ -33,7 +33,7 @@ def validate(
     strict: Annotated[bool, typer.Option(help="Exit 1 when any cell is invalid.")] = False,
 ) -> None:
     """Expand a matrix and check every cell against an SGLang release's flags; launches nothing."""
-    console = Console()
+    console = make_console()
     with exits_on_error():
         matrix = load_matrix(matrix_path)
         cells = expand(matrix)
@@ -55,13 +55,13 @@ def validate(
             plans = [CellPlan(c, ()) for c in cells]
             source = "nothing (flags unchecked: pass --against HELPFILE or --host H)"
     invalid = [p for p in plans if not p.ok]
-    table = Table(title=f"{matrix.name}: {len(plans)} cells, checked against {source}")
+    table = Table(title=Text(f"{matrix.name}: {len(plans)} cells, checked against {source}"))
     table.add_column("cell")
     table.add_column("flags")
     table.add_column("check")
     for plan in plans:
-        check = "[green]ok[/]" if plan.ok else f"[yellow]invalid[/]: {plan.reason}"
-        table.add_row(plan.cell.cell_id, plan.cell.label, check)
+        check = Text("ok", style="green") if plan.ok else Text.assemble(("invalid", "yellow"), f": {plan.reason}")
+        table.add_row(plan.cell.cell_id, Text(plan.cell.label), check)
     console.print(table)
     console.print(f"{len(plans) - len(invalid)} valid, {len(invalid)} invalid")
     if strict and invalid:
