@@ -96,14 +96,17 @@ def test_cutlass_passes_and_triton_with_fp8_kv_is_rejected_first() -> None:
     assert plan.startup.message and "not supported by the triton attention backend" in plan.startup.message
 
 
-def test_flashmla_sparse_with_fp8_kv_dies_on_the_first_greedy_request_on_both_releases() -> None:
-    old = glm_plan(GLM, "--nsa-decode-backend", "flashmla_sparse", "--kv-cache-dtype", "fp8_e4m3",
-                   "--fp8-gemm-backend", "cutlass")
-    new = glm_plan(GLM_0523, "--dsa-decode-backend", "flashmla_sparse", "--kv-cache-dtype", "fp8_e4m3",
-                   "--fp8-gemm-backend", "cutlass")
+def test_flashmla_sparse_with_fp8_kv_dies_on_the_first_sampled_request_on_both_releases() -> None:
+    old = glm_plan(GLM, "--attention-backend", "nsa", "--nsa-decode-backend", "flashmla_sparse",
+                   "--kv-cache-dtype", "fp8_e4m3", "--fp8-gemm-backend", "cutlass")
+    new = glm_plan(GLM_0523, "--attention-backend", "dsa", "--dsa-decode-backend", "flashmla_sparse",
+                   "--kv-cache-dtype", "fp8_e4m3", "--fp8-gemm-backend", "cutlass")
     assert [(f.phase, f.kind) for f in old.serving] == [(f.phase, f.kind) for f in new.serving] == [
-        (Phase.GREEDY_DECODE, "illegal_memory_access")
+        (Phase.SAMPLED_DECODE, "illegal_memory_access")
     ]
+    other_backend = glm_plan(GLM, "--attention-backend", "flashinfer", "--nsa-decode-backend", "flashmla_sparse",
+                             "--kv-cache-dtype", "fp8_e4m3", "--fp8-gemm-backend", "cutlass")
+    assert other_backend.serving == ()
 
 
 def test_earliest_failure_wins_and_flaky_draws_depend_on_the_launch() -> None:

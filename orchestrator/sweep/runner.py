@@ -1,9 +1,10 @@
-"""A sweep from start to end: preflight, lock, store, run every cell, and resume after any interruption.
+"""A sweep from start to end: lock, preflight, store, run every cell, and resume after any interruption.
 
 `start_sweep` and `resume_sweep` share everything after their first steps: the cells of the sweep
 are in the store, every run row is written before its launch, and the host's run directories say
 which launches exist. Resuming re-attaches to launches still alive, marks dead in-flight ones
-abandoned (their cell runs again) and never relaunches a cell that already has its verdict.
+abandoned (their cell runs again), ends any group of ours that outlived its run, and never
+relaunches a cell that already has its verdict (recover.py).
 """
 
 from __future__ import annotations
@@ -13,19 +14,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.config.model import HostConfig, Matrix
-from orchestrator.host.launcher import Launch, LaunchSpec
+from orchestrator.config.model import HostConfig, Matrix, OnInfra
 from orchestrator.host.lock import HostLock
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.expand import expand
-from orchestrator.model import Cell, Phase, Status
-from orchestrator.settings import ProbeSettings
-from orchestrator.store.records import RunRecord, SweepRecord, new_run_id, new_sweep_id
+from orchestrator.model import Cell, Phase
+from orchestrator.store.records import RunRecord, SweepRecord, new_sweep_id
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep.cell_run import AttemptResult, watch_attempt
+from orchestrator.sweep.cell_run import AttemptResult
 from orchestrator.sweep.execute import RunSettings
-from orchestrator.sweep.plan import CellPlan
-from orchestrator.sweep.preflight import Preflight, invalid_verdict, run_preflight
+from orchestrator.sweep.preflight import Preflight, run_preflight
+from orchestrator.sweep.recover import (
+    finished_runs,
+    jobs_left,
+    our_pgids,
+    reap_orphans,
+    record_invalid,
+    settle_in_flight,
+)
 from orchestrator.sweep.scheduler import Job, Scheduler
 
 EventSink = Callable[[Cell, str, Phase | None], None]
@@ -48,6 +54,8 @@ class SweepOptions:
     packed: bool = True
     settings: RunSettings = field(default_factory=RunSettings)
     retries: int = 0
+    on_infra: OnInfra = "continue"
+    """After an infra verdict (host or orchestrator failed): go on, or stop and skip the cells left."""
 
 
 def sweep_settings(matrix: Matrix, host: HostConfig, options: SweepOptions, scenario: str | None) -> dict[str, Any]:
@@ -57,6 +65,7 @@ def sweep_settings(matrix: Matrix, host: HostConfig, options: SweepOptions, scen
         "probes": options.settings.probes.to_dict(),
         "retries": options.retries,
         "packed": options.packed,
+        "on_infra": options.on_infra,
         "host": host.to_dict(),
         "scenario": scenario,
     }
@@ -73,12 +82,13 @@ def start_sweep(
     cells = expand(matrix)
     session = HostSession.open(host)
     try:
-        preflight = run_preflight(session, cells)
-        hooks.on_plan(preflight)
         sweep_id = new_sweep_id()
         lock = HostLock(session.transport, session.workdir, sweep_id)
+        # Before preflight: a second sweep is refused naming the first, not for the GPUs the first one holds.
         lock.acquire()
         try:
+            preflight = run_preflight(session, cells)
+            hooks.on_plan(preflight)
             store.create_sweep(
                 SweepRecord(
                     sweep_id=sweep_id,
@@ -94,11 +104,10 @@ def start_sweep(
             )
             store.save_cells(sweep_id, cells)
             for plan in preflight.invalid:
-                _record_invalid(store, sweep_id, host.name, plan)
-            _run_jobs(
-                store, session, host, sweep_id, matrix, options, hooks, [Job(p, 1) for p in preflight.valid], lock
-            )
-            store.finish_sweep(sweep_id, "done", time.time())
+                record_invalid(store, sweep_id, host.name, plan)
+            jobs = [Job(p, 1) for p in preflight.valid]
+            stopped = _run_jobs(store, session, host, sweep_id, matrix, options, hooks, jobs)
+            _finish(store, session, sweep_id, options, stopped)
         finally:
             lock.release()
         return sweep_id
@@ -115,17 +124,26 @@ def resume_sweep(
     cells = store.get_cells(sweep_id)
     session = HostSession.open(host)
     try:
-        unfinished = store.unfinished_runs(sweep_id)
         lock = HostLock(session.transport, session.workdir, sweep_id)
         lock.acquire()
         try:
             store.reopen_sweep(sweep_id)
-            _settle_in_flight(store, session, unfinished, options, hooks)
-            preflight = run_preflight(session, cells)
+            settle_in_flight(
+                store, session, lambda: HostSession.open(host), sweep_id, options.settings, hooks.on_reattach,
+                hooks.on_event,
+            )  # fmt: skip
+            # Before preflight, whose check for foreign GPU holders would take these for strangers'.
+            reap_orphans(store, session, sweep_id, options.settings.deadlines.stop_grace)
+            preflight = run_preflight(session, cells, our_pgids=our_pgids(store, sweep_id))
             hooks.on_plan(preflight)
-            jobs = _jobs_left(store, sweep_id, preflight, options.retries)
-            _run_jobs(store, session, host, sweep_id, matrix, options, hooks, jobs, lock)
-            store.finish_sweep(sweep_id, "done", time.time())
+            # Killed before they were recorded: preflight rejects them again, now with a record.
+            done = finished_runs(store, sweep_id)
+            for plan in preflight.invalid:
+                if plan.cell.cell_id not in done:
+                    record_invalid(store, sweep_id, host.name, plan)
+            jobs = jobs_left(store, sweep_id, preflight, options.retries)
+            stopped = _run_jobs(store, session, host, sweep_id, matrix, options, hooks, jobs)
+            _finish(store, session, sweep_id, options, stopped)
         finally:
             lock.release()
         return sweep_id
@@ -142,13 +160,8 @@ def _run_jobs(
     options: SweepOptions,
     hooks: SweepHooks,
     jobs: list[Job],
-    lock: HostLock,
-) -> None:
-    def on_result(result: AttemptResult) -> None:
-        lock.heartbeat()
-        if hooks.on_result:
-            hooks.on_result(result)
-
+) -> bool:
+    """Run the jobs to their verdicts; True when an infra verdict stopped the sweep (on_infra: stop)."""
     scheduler = Scheduler(
         store,
         lambda: HostSession.open(host),
@@ -159,87 +172,15 @@ def _run_jobs(
         packed=options.packed,
         matrix=matrix,
         on_event=hooks.on_event,
-        on_result=on_result,
+        on_result=hooks.on_result,
+        stop_on_infra=options.on_infra == "stop",
     )
     scheduler.run(jobs)
+    return scheduler.stopped is not None
 
 
-def _record_invalid(store: Store, sweep_id: str, host: str, plan: CellPlan) -> None:
-    run_id = new_run_id()
-    now = time.time()
-    store.create_run(
-        RunRecord(
-            run_id=run_id,
-            sweep_id=sweep_id,
-            cell_id=plan.cell.cell_id,
-            attempt=1,
-            host=host,
-            started_at=now,
-            install=plan.cell.install,
-        )
-    )
-    store.finish_run(run_id, outcome=None, evidence=None, verdict=invalid_verdict(plan), timings={}, ended_at=now)
+def _finish(store: Store, session: HostSession, sweep_id: str, options: SweepOptions, stopped: bool) -> None:
+    # A launch whose stop failed (host unreachable at the time) must not outlive the sweep.
+    reap_orphans(store, session, sweep_id, options.settings.deadlines.stop_grace)
+    store.finish_sweep(sweep_id, "interrupted" if stopped else "done", time.time())
 
-
-def _settle_in_flight(
-    store: Store, session: HostSession, unfinished: list[RunRecord], options: SweepOptions, hooks: SweepHooks
-) -> None:
-    """Re-attach to launches still alive; abandon (and clean up) the ones that died or never started."""
-    cells = {c.cell_id: c for c in store.get_cells(unfinished[0].sweep_id)} if unfinished else {}
-    for run in unfinished:
-        launch = _recover(session, run)
-        alive = launch is not None and session.launcher.alive(launch)
-        hooks.on_reattach(run, alive)
-        if launch is not None and alive and run.cell_id in cells:
-            if run.state == "pending":
-                store.mark_launched(
-                    run.run_id,
-                    run_dir=launch.spec.run_dir,
-                    pgid=launch.pgid,
-                    port=launch.spec.port,
-                    gpus=launch.spec.gpus,
-                )
-            watch_attempt(store, session, cells[run.cell_id], run.run_id, launch, options.settings, hooks.on_event)
-            continue
-        if launch is not None:
-            session.launcher.stop(launch, options.settings.deadlines.stop_grace)
-        store.discard_run(run.run_id, time.time())
-
-
-def _recover(session: HostSession, run: RunRecord) -> Launch | None:
-    if not run.run_dir:
-        return None
-    spec = LaunchSpec(
-        run_id=run.run_id,
-        argv=(),
-        env={},
-        secret_names=(),
-        gpus=tuple(run.gpus),
-        port=run.port or 0,
-        run_dir=run.run_dir,
-        install=run.install,
-    )
-    return session.launcher.recover(spec)
-
-
-def _jobs_left(store: Store, sweep_id: str, preflight: Preflight, retries: int) -> list[Job]:
-    """Cells that still owe an attempt: no finished run yet, or failed with retries left."""
-    runs = [r for r in store.runs(sweep_id) if r.state == "done"]
-    by_cell: dict[str, list[RunRecord]] = {}
-    for run in runs:
-        by_cell.setdefault(run.cell_id, []).append(run)
-    jobs = []
-    for plan in preflight.valid:
-        done = sorted(by_cell.get(plan.cell.cell_id, []), key=lambda r: r.attempt)
-        if not done:
-            jobs.append(Job(plan, 1))
-            continue
-        last = done[-1].verdict
-        if last is not None and last.status in (Status.FAIL, Status.INFRA) and len(done) <= retries:
-            jobs.append(Job(plan, len(done) + 1))
-    return jobs
-
-
-def probe_settings_from(stored: dict[str, Any]) -> ProbeSettings:
-    """Rebuild the probe settings a sweep stored."""
-    return ProbeSettings.from_dict(stored)
