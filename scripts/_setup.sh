@@ -29,3 +29,15 @@ ensure_sshd() {  # the SSH tests need OpenSSH's sshd; install it where we can
     echo "warning: no sshd and cannot install it; SSH tests will fail under CI=true, skip otherwise" >&2
   fi
 }
+
+ensure_chromium() {  # the HTML report's browser test drives Debian's chromium through chromium-driver
+  if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then return 0; fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing chromium and chromium-driver (needed by the browser test of the HTML report)"
+    # Not fatal: only the browser test needs it, and it says so (failing under CI=true) when it is missing.
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } \
+      >/dev/null || echo "warning: installing chromium failed; the browser test cannot run" >&2
+  else
+    echo "warning: no chromium and cannot install it; the browser test will fail under CI=true, skip otherwise" >&2
+  fi
+}

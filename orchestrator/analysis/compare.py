@@ -201,16 +201,38 @@ def compare_installs(
 def split_by_install(view: SweepView) -> dict[str | None, SweepView]:
     """One view per install of a sweep whose matrix has environments as an axis.
 
-    The parts share the sweep's packages and host facts; the caller replaces them with each
-    install's own versions when it knows them.
+    Each part gets its install's own versions: preflight records them as `name[install]`
+    (`sglang[after]`, `torch[after]`); unsuffixed packages and the host facts are shared.
     """
     parts: dict[str | None, list[CellOutcome]] = defaultdict(list)
     for cell in view.cells:
         parts[cell.install].append(cell)
     return {
-        install: replace(view, sweep_id=f"{view.sweep_id}[{install}]" if install else view.sweep_id, cells=tuple(cells))
+        install: replace(
+            view,
+            sweep_id=f"{view.sweep_id}[{install}]" if install else view.sweep_id,
+            cells=tuple(cells),
+            **_install_versions(view, install),
+        )
         for install, cells in parts.items()
     }
+
+
+_PER_INSTALL = re.compile(r"^(?P<name>.+)\[(?P<install>[^\]]+)\]$")
+
+
+def _install_versions(view: SweepView, install: str | None) -> dict[str, Any]:
+    """`sglang_version` and `packages` of one install, from the `name[install]` keys of the sweep's versions."""
+    shared: dict[str, str] = {}
+    own: dict[str, str] = {}
+    for key, version in view.packages.items():
+        match = _PER_INSTALL.match(key)
+        if match is None:
+            shared[key] = version
+        elif match["install"] == install:
+            own[match["name"]] = version
+    sglang = own.pop("sglang", view.sglang_version)
+    return {"sglang_version": sglang, "packages": {**shared, **own}}
 
 
 def env_diff(a: SweepView, b: SweepView) -> dict[str, tuple[str | None, str | None]]:

@@ -18,4 +18,4 @@ def main() -> None:
     app()
 
 
-from orchestrator.cli import analysis, classify, run, sweep, table, validate  # noqa: E402,F401
+from orchestrator.cli import analysis, classify, report, repro, run, sweep, table, validate  # noqa: E402,F401

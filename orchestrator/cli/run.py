@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +16,7 @@ from orchestrator.cli.common import exits_on_error, make_console, open_store, re
 from orchestrator.config.model import HostConfig, Matrix
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.argv import cell_from_argv
+from orchestrator.model import Cell, Phase
 from orchestrator.settings import Deadlines
 from orchestrator.store.records import RunRecord, SweepRecord
 from orchestrator.store.sqlite import Store
@@ -39,7 +41,7 @@ def run(
         matrix = one_cell_matrix(host_config, argv)
         options = SweepOptions(packed=False, settings=RunSettings(Deadlines().with_overrides(host_config.deadlines)))
         with open_store(db) as store:
-            hooks = SweepHooks(on_event=lambda _c, event, phase: console.print(f"  {phase.value if phase else event}"))
+            hooks = SweepHooks(on_event=_phase_printer(console))
             sweep_id = start_sweep(store, matrix, host_config, options, hooks)
             runs = store.runs(sweep_id)
             payload = run_payload(store, runs[-1])
@@ -47,6 +49,19 @@ def run(
         typer.echo(json.dumps(payload, indent=2))
         return
     print_verdict(console, payload)
+
+
+def _phase_printer(console: Console) -> Callable[[Cell, str, Phase | None], None]:
+    """Print each phase the launch reaches, once (the log's marker and the health poll both report ready)."""
+    shown: list[str] = []
+
+    def show(_cell: Cell, event: str, phase: Phase | None) -> None:
+        name = phase.value if phase else event
+        if not shown or shown[-1] != name:
+            shown.append(name)
+            console.print(f"  {name}", markup=False)
+
+    return show
 
 
 def one_cell_matrix(host: HostConfig, argv: list[str]) -> Matrix:
@@ -91,12 +106,15 @@ def print_verdict(console: Console, payload: dict[str, Any]) -> None:
     style = {"pass": "green", "fail": "red", "invalid": "yellow"}.get(status, "magenta")
     console.print(f"[bold {style}]{status}[/]  phase={payload.get('phase')}  category={payload.get('category')}")
     if payload.get("failed_probe"):
-        console.print(f"failed probe: {payload['failed_probe']}")
+        console.print(f"failed probe: {payload['failed_probe']}", markup=False)
     for probe in payload.get("probes", []):
         mark = "ok " if probe["ok"] else "FAIL"
-        console.print(f"  {mark} {probe['name']:<11} {probe.get('latency_s') or 0:.2f}s  {probe.get('error') or ''}")
+        line = f"  {mark} {probe['name']:<11} {probe.get('latency_s') or 0:.2f}s  {probe.get('error') or ''}"
+        console.print(line, markup=False, soft_wrap=True)
     if payload.get("root_cause_line"):
         console.print(f"root cause: {payload['root_cause_line']}", markup=False)
     if payload.get("reason"):
         console.print(f"reason: {payload['reason']}", markup=False)
-    console.print(f"run {payload['run_id']} · run dir {payload.get('run_dir')} · log {payload.get('log')}")
+    console.print(
+        f"run {payload['run_id']} · run dir {payload.get('run_dir')} · log {payload.get('log')}", markup=False
+    )

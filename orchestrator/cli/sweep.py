@@ -11,6 +11,7 @@ from orchestrator.cli import app
 from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
+from orchestrator.model import Status
 from orchestrator.report.table import render, summary_line, term_table
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.progress import SweepProgress
@@ -37,6 +38,7 @@ def sweep(
             packed=not serial,
             settings=RunSettings(effective_deadlines(host_config, matrix), matrix.probes),
             retries=matrix.retries,
+            on_infra=matrix.on_infra,
         )
         with open_store(db) as store, SweepProgress(console) as progress:
             hooks = SweepHooks(
@@ -59,3 +61,11 @@ def sweep(
         console.print(f"sweep {sweep_id} · orchestrator table {sweep_id} · orchestrator explain {sweep_id}")
         if json_out:
             json_out.write_text(render("json", results, record))
+    if record.status == "interrupted":
+        skipped = sum(1 for r in results if r.status is Status.SKIPPED)
+        typer.echo(
+            f"error: the sweep stopped after an infra failure (on_infra: stop); {skipped} cells skipped. "
+            f"Fix the host, then finish it with: orchestrator sweep {matrix_path} --resume {sweep_id}",
+            err=True,
+        )
+        raise typer.Exit(1)

@@ -61,6 +61,18 @@ def env_names(doc: LoadedYaml, path: YamlPath, env: Mapping[Any, Any]) -> list[C
     ]
 
 
+def nul_bytes(doc: LoadedYaml, path: YamlPath, value: object, depth: int = 4) -> list[ConfigError]:
+    """Errors for text holding a NUL byte (argv and environment strings end at the first one), `depth` levels down."""
+    if isinstance(value, str):
+        if "\0" not in value:
+            return []
+        message = f"{dotted(path)} contains a NUL byte, which no command line or environment can pass"
+        return [error_at(doc, path, message, "remove the \\0 (or \\x00) escape from the value")]
+    # Bounded: YAML aliases can nest a small file into billions of values, and no valid file goes deeper.
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return [e for key, item in items if depth > 0 for e in nul_bytes(doc, (*path, key), item, depth - 1)]
+
+
 def known_keys(doc: LoadedYaml, path: YamlPath, section: object, known: tuple[str, ...]) -> list[ConfigError]:
     """Errors for keys of `section` that are not in `known`."""
     return [unknown_key(doc, (*path, key), known) for key in as_mapping(section) if key not in known]
@@ -76,8 +88,10 @@ def _axes(doc: LoadedYaml, axes: Mapping[Any, Any]) -> list[ConfigError]:
             errors.append(error_at(doc, path, f"axis {name!r} has no values", "give at least one value, or remove it"))
         seen: dict[object, object] = {}
         for index, value in enumerate(_list(values)):
+            if isinstance(value, (list, dict)):
+                continue  # pydantic's error; and str() of an alias-nested list can be gigabytes
             key = normalized(canonical_value(str(name), value))
-            if key in seen and not isinstance(value, (list, dict)):
+            if key in seen:
                 message = f"axis {name!r} lists {value!r} twice (as {seen[key]!r} too)"
                 errors.append(error_at(doc, (*path, index), message, "remove the repeated value"))
             seen.setdefault(key, value)
@@ -131,6 +145,7 @@ def matrix_checks(doc: LoadedYaml) -> list[ConfigError]:
     errors += _entries(doc, "include", section.get("include"), axes)
     errors += _entries(doc, "exclude", section.get("exclude"), axes)
     errors += known_keys(doc, ("deadlines",), data.get("deadlines"), DEADLINE_NAMES)
+    errors += [e for key in ("name", "flags", "env", "matrix") for e in nul_bytes(doc, (key,), data.get(key))]
     installs = [str(n) for n in _list(data.get("installs"))]
     for index, name in enumerate(installs):
         if name in installs[:index]:

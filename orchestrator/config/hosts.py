@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from orchestrator.config.checks import DEADLINE_NAMES, as_mapping, env_names, known_keys
+from orchestrator.config.checks import DEADLINE_NAMES, as_mapping, env_names, known_keys, nul_bytes
 from orchestrator.config.diagnostics import error_at, from_pydantic
 from orchestrator.config.model import DEFAULT_LAUNCHER, HostConfig, InstallConfig, Transport
 from orchestrator.config.schema import HostEntry, InstallEntry
@@ -100,6 +100,7 @@ def _raw_checks(doc: LoadedYaml, name: str, raw: object) -> list[ConfigError]:
         envs[path] = as_mapping(as_mapping(spec).get("env"))
     errors = [error for path, env in envs.items() for error in env_names(doc, path, env)]
     errors += known_keys(doc, (*at, "deadlines"), raw.get("deadlines"), DEADLINE_NAMES)
+    errors += nul_bytes(doc, at, raw)
     declared = set().union(*envs.values())
     secrets = raw.get("secrets")
     for index, secret in enumerate(secrets if isinstance(secrets, list) else []):

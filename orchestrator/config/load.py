@@ -76,6 +76,7 @@ def matrix_from_yaml(doc: LoadedYaml) -> Matrix:
         probes=model.probes,
         retries=model.retries,
         max_cells=model.max_cells,
+        on_infra=model.on_infra,
     )
     _check_size(matrix, doc)
     return matrix

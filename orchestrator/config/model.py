@@ -24,6 +24,8 @@ MASK = "***"
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|KEY|CREDENTIAL", re.IGNORECASE)
 
 Transport = Literal["ssh", "local", "sim"]
+OnInfra = Literal["continue", "stop"]
+"""What a sweep does after an infra verdict (SSH lost, disk full): go on with the other cells, or stop."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,8 @@ class Matrix:
     probes: ProbeSettings = field(default_factory=ProbeSettings)
     retries: int = 0
     max_cells: int = DEFAULT_MAX_CELLS
+    on_infra: OnInfra = "continue"
+    """`stop`: after an infra verdict start nothing more; the cells left are recorded as skipped."""
 
 
 @dataclass(frozen=True)

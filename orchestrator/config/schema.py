@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, StrictInt, TypeAdapter
 from pydantic_core import PydanticCustomError
 
-from orchestrator.config.model import DEFAULT_MAX_CELLS, EnvValue, SecretRef
+from orchestrator.config.model import DEFAULT_MAX_CELLS, EnvValue, OnInfra, SecretRef
 from orchestrator.model import FlagValue
 from orchestrator.settings import ProbeSettings, parse_duration
 
@@ -99,6 +99,7 @@ class MatrixFile(_Strict):
     probes: ProbeSettings = Field(default_factory=ProbeSettings)
     retries: StrictInt = Field(default=0, ge=0, le=10)
     max_cells: StrictInt = Field(default=DEFAULT_MAX_CELLS, ge=1)
+    on_infra: OnInfra = "continue"
 
 
 class InstallEntry(_Strict):
@@ -141,6 +142,7 @@ EXAMPLES: dict[str, str] = {
     "deadlines": "deadlines: {model_load: 30m, ready: 45m}",
     "retries": "retries: 1",
     "max_cells": "max_cells: 5000",
+    "on_infra": "on_infra: stop",
     "ssh": "ssh: user@gpu-host:22",
     "transport": "transport: local",
     "gpus": "gpus: 8",

@@ -27,12 +27,16 @@ class PositionLoader(yaml.SafeLoader):
         super().__init__(stream)
         self.lines: dict[YamlPath, int] = {}
         self.duplicates: list[tuple[YamlPath, int, int]] = []
+        self._recorded: set[int] = set()
 
-    def record(self, node: yaml.Node, path: YamlPath, active: frozenset[int] = frozenset()) -> None:
+    def record(self, node: yaml.Node, path: YamlPath) -> None:
         """Remember the line (1-based) of every key and item below `node` (before merge keys are flattened)."""
-        if id(node) in active:
-            return  # a recursive alias
-        active = active | {id(node)}
+        # An alias is the anchored node itself: walk below it once. Walking every path through aliases
+        # loops on recursive ones and takes exponential time on a "billion laughs" file; errors under a
+        # later alias point at the alias instead.
+        if id(node) in self._recorded:
+            return
+        self._recorded.add(id(node))
         if isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
@@ -45,12 +49,12 @@ class PositionLoader(yaml.SafeLoader):
                 if child in self.lines:
                     self.duplicates.append((child, self.lines[child], line))
                 self.lines[child] = line
-                self.record(value_node, child, active)
+                self.record(value_node, child)
         elif isinstance(node, yaml.SequenceNode):
             for index, item in enumerate(node.value):
                 child = (*path, index)
                 self.lines[child] = item.start_mark.line + 1
-                self.record(item, child, active)
+                self.record(item, child)
 
 
 PositionLoader.yaml_implicit_resolvers = {
@@ -86,7 +90,15 @@ class LoadedYaml:
 
 def parse_yaml(text: str, file: str) -> LoadedYaml:
     """Parse one YAML document; malformed YAML or duplicate keys raise ConfigError(s)."""
-    loader = PositionLoader(text)
+    try:
+        loader = PositionLoader(text)
+    except yaml.reader.ReaderError as exc:  # a control character anywhere: the reader checks the whole text first
+        raise ConfigError(
+            f"malformed YAML: character {exc.character:#06x} is not allowed in a YAML file",
+            file=file,
+            line=text[: exc.position].count("\n") + 1,
+            fix='remove it, or write it as an escape such as "\\x07" inside double quotes',
+        ) from exc
     try:
         node = loader.get_single_node()
         if node is not None:
@@ -124,7 +136,17 @@ def load_yaml(path: str | Path) -> LoadedYaml:
     """Read and parse a YAML file, keeping positions; unreadable files raise ConfigError."""
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = Path(path).read_bytes()
+    except OSError as exc:
         raise ConfigError(f"cannot read the file: {exc}", file=file, fix="check the path and its permissions") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"not UTF-8 text: byte {data[exc.start]:#04x} cannot be decoded",
+            file=file,
+            line=line,
+            fix="save the file as UTF-8",
+        ) from exc
     return parse_yaml(text, file)

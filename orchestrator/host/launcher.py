@@ -119,7 +119,10 @@ class Launcher:
 
     def alive(self, launch: Launch) -> bool:
         """Whether any non-zombie process of the launch is left."""
-        return self.transport.group_alive(launch.pgid)
+        # The group's leader (the wrapper shell) lives as long as the server: one small read of its
+        # /proc entry answers the common case, where listing the process table costs a command.
+        stat = self.transport.read_range(f"/proc/{launch.pgid}/stat", 0, 4096)
+        return leads_group(stat, launch.pgid) or self.transport.group_alive(launch.pgid)
 
     def exit_code(self, launch: Launch) -> int | None:
         """The server's exit status if it exited by itself, else None."""
@@ -129,6 +132,13 @@ class Launcher:
     def stop(self, launch: Launch, grace_s: float) -> bool:
         """SIGTERM the whole process group, SIGKILL after `grace_s`; True if SIGKILL was needed."""
         return self.transport.kill_group(launch.pgid, grace_s)
+
+
+def leads_group(stat: bytes, pgid: int) -> bool:
+    """Whether a `/proc/<pid>/stat` line is a live (not zombie) process leading process group `pgid`."""
+    # The command name may hold spaces and parentheses; the fields after the last ')' do not.
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return len(fields) > 2 and fields[0] not in (b"Z", b"X") and fields[2] == str(pgid).encode()
 
 
 def run_dir_for(workdir: str, run_id: str) -> str:

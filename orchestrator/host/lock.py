@@ -1,40 +1,78 @@
-"""One sweep at a time per host: a lock directory on the host, with a heartbeat.
+"""One sweep at a time per host: a lock directory on the host that always says who holds it, with a heartbeat.
 
-`mkdir` is atomic on every POSIX filesystem, so two orchestrators racing for the same host
-cannot both win. The owner file says who holds it; a lock whose owner process is gone (same
-machine) or whose heartbeat stopped long ago (another machine) is stale and taken over.
+The lock is created whole: its owner file is written into a fresh directory that is then renamed
+to `<workdir>/lock`, and a rename onto an existing (non-empty) directory fails, so two orchestrators
+racing for a host cannot both win and no one ever sees a lock without its owner. A lock whose
+owner process is gone (same machine: pid dead, or reused by another process) or whose heartbeat
+stopped long ago (another machine) is stale. Breaking it is a compare-and-delete under `flock`
+on the workdir: only the very owner file judged stale is removed, so of several orchestrators
+taking over the same stale lock at once exactly one wins.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import posixpath
+import secrets
 import socket
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from orchestrator.errors import ConnectionLost, HostBusy
+from orchestrator.errors import ConnectionLost, HostBusy, OrchestratorError, TransportError
 from orchestrator.transport.base import Transport
-from orchestrator.transport.shell import quote
+from orchestrator.transport.shell import ShellCommand
 
 STALE_AFTER_S = 600.0
 """A heartbeat older than this from another machine means its orchestrator is gone."""
+HEARTBEAT_S = 60.0
+"""How often a holder rewrites its heartbeat, from a thread of its own: one cell can take far longer."""
+
+log = logging.getLogger(__name__)
+
+_GUARD = 'exec 9< "$1" || exit 2; if command -v flock >/dev/null; then flock -w 10 9 || exit 2; fi'
+# $1 workdir, $2 lock dir; stdin: the owner file. A temp dir renamed into place: the lock appears whole.
+_CREATE = """t=$(mktemp -d "$2.new.XXXXXX") || exit 2
+cat > "$t/owner.json" || { rm -rf -- "$t"; exit 2; }
+mv -T -- "$t" "$2" 2>/dev/null && exit 0
+rm -rf -- "$t"; exit 1"""
+# $1 workdir, $2 lock dir; stdin: the owner file exactly as it was judged stale (empty: it had none).
+_BREAK_IF = f"""{_GUARD}
+[ -d "$2" ] || exit 0
+current=$(cat -- "$2/owner.json" 2>/dev/null; echo .)
+expected=$(cat; echo .)
+[ "$current" = "$expected" ] || exit 1
+rm -rf -- "$2\""""
+# $1 workdir, $2 lock dir, $3 our token; stdin: the new owner file. Rewritten only while it is still ours.
+_BEAT = f"""{_GUARD}
+grep -qF -- "$3" "$2/owner.json" 2>/dev/null || exit 1
+t=$(mktemp "$2/.owner.XXXXXX") || exit 2
+cat > "$t" || {{ rm -f -- "$t"; exit 2; }}
+mv -f -- "$t" "$2/owner.json" || exit 2"""
 
 
 @dataclass(frozen=True)
 class LockOwner:
-    """Who holds a host: machine, process and sweep."""
+    """Who holds a host: machine, process (and when it started) and sweep."""
 
     hostname: str
     pid: int
     sweep_id: str
     heartbeat: float
+    started: str | None = None
+    """The process's start time (field 22 of /proc/<pid>/stat): a reused pid does not look like the holder."""
+    token: str = ""
 
     def describe(self) -> str:
         """`sweep s-... (pid 123 on box), last heartbeat 12 s ago`."""
         age = max(0.0, time.time() - self.heartbeat)
         return f"sweep {self.sweep_id} (pid {self.pid} on {self.hostname}), last heartbeat {age:.0f} s ago"
+
+    def to_json(self) -> bytes:
+        """The owner file's content."""
+        return json.dumps(vars(self)).encode()
 
 
 def is_stale(owner: LockOwner, *, here: str, pid_alive: bool, now: float) -> bool:
@@ -44,82 +82,133 @@ def is_stale(owner: LockOwner, *, here: str, pid_alive: bool, now: float) -> boo
     return now - owner.heartbeat > STALE_AFTER_S
 
 
+def parse_owner(raw: bytes) -> LockOwner | None:
+    """The owner an owner file names, or None when it is missing or unreadable."""
+    try:
+        data = json.loads(raw or b"null")
+        return LockOwner(
+            str(data["hostname"]), int(data["pid"]), str(data["sweep_id"]), float(data["heartbeat"]),
+            data.get("started"), str(data.get("token", "")),
+        )  # fmt: skip
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
 class HostLock:
     """The lock of one host's working directory."""
 
-    def __init__(self, transport: Transport, workdir: str, sweep_id: str):
+    def __init__(self, transport: Transport, workdir: str, sweep_id: str, *, heartbeat_s: float = HEARTBEAT_S):
         self.transport = transport
+        self.workdir = workdir
         self.dir = posixpath.join(workdir, "lock")
         self.owner_path = posixpath.join(self.dir, "owner.json")
-        self.me = LockOwner(socket.gethostname(), os.getpid(), sweep_id, time.time())
+        pid = os.getpid()
+        self.me = LockOwner(socket.gethostname(), pid, sweep_id, time.time(), _start_time(pid), secrets.token_hex(8))
+        self._heartbeat_s = heartbeat_s
+        self._stop = threading.Event()
+        self._beater: threading.Thread | None = None
 
     def acquire(self) -> None:
         """Take the lock, taking over a stale one; HostBusy names the live holder."""
         for _ in range(3):
-            if self._mkdir():
-                self.heartbeat()
+            if self._create():
+                self._start_beating()
                 return
-            owner = self.owner()
+            raw = self.transport.read_range(self.owner_path, 0)
+            owner = parse_owner(raw)
             if owner is None:
-                # Lost a race with a holder that has not written its owner file yet, or a crash in between.
-                time.sleep(0.2)
-                owner = self.owner()
-                if owner is None:
-                    self._break()
-                    continue
-            if owner.hostname == self.me.hostname and owner.pid == self.me.pid:
-                self.heartbeat()
+                # Only an older orchestrator leaves a lock without its owner, and only for a moment.
+                time.sleep(0.5)
+                raw = self.transport.read_range(self.owner_path, 0)
+                owner = parse_owner(raw)
+            if owner is not None and owner.token == self.me.token:
+                self._start_beating()  # ours: the reply to our create was lost
                 return
-            alive = owner.hostname == self.me.hostname and _pid_alive(owner.pid)
-            if not is_stale(owner, here=self.me.hostname, pid_alive=alive, now=time.time()):
+            if owner is not None and not self._stale(owner):
                 raise HostBusy(
                     f"the host is locked by {owner.describe()}; wait for it to finish, or remove {self.dir} "
                     "on the host if you are sure that sweep is dead"
                 )
-            self._break()
-        raise HostBusy(f"could not take the lock {self.dir} after breaking a stale one")
+            if owner is not None:
+                log.warning("%s: taking over the stale lock of %s", self.transport.describe(), owner.describe())
+            self._break_if(raw)
+        raise HostBusy(f"could not take the lock {self.dir}: other orchestrators keep taking it")
 
     def owner(self) -> LockOwner | None:
         """The current holder, if the lock exists and says who."""
-        raw = self.transport.read_range(self.owner_path, 0)
-        try:
-            data = json.loads(raw or b"null")
-            return LockOwner(str(data["hostname"]), int(data["pid"]), str(data["sweep_id"]), float(data["heartbeat"]))
-        except (ValueError, TypeError, KeyError):
-            return None
+        return parse_owner(self.transport.read_range(self.owner_path, 0))
 
-    def heartbeat(self) -> None:
-        """Say we are still alive."""
-        data = {
-            "hostname": self.me.hostname,
-            "pid": self.me.pid,
-            "sweep_id": self.me.sweep_id,
-            "heartbeat": time.time(),
-        }
-        self.transport.write_file(self.owner_path, json.dumps(data))
+    def heartbeat(self) -> bool:
+        """Say we are still alive; False when the lock is no longer ours (taken over as stale)."""
+        beat = replace(self.me, heartbeat=time.time())
+        cmd = ShellCommand("sh", "-c", _BEAT, "lock-beat", self.workdir, self.dir, self.me.token)
+        result = self.transport.run(cmd.raw(), timeout=30, stdin=beat.to_json())
+        if result.exit_code == 2:
+            raise self._cannot("write the heartbeat of", result.stderr_text)
+        return result.ok
 
     def release(self) -> None:
-        """Give the lock back (only ours)."""
-        owner = self.owner()
-        if owner is not None and (owner.hostname, owner.pid) == (self.me.hostname, self.me.pid):
-            self._break()
+        """Stop beating and give the lock back (only ours)."""
+        self._stop.set()
+        if self._beater is not None:
+            self._beater.join()
+        raw = self.transport.read_range(self.owner_path, 0)
+        owner = parse_owner(raw)
+        if owner is not None and owner.token == self.me.token:
+            self._break_if(raw)
 
-    def _mkdir(self) -> bool:
-        # Never re-sent blindly: a re-sent mkdir whose first reply was lost would find our own
-        # directory and call it someone else's. A lost reply reads as "not taken"; the owner check
-        # that follows then finds an ownerless lock and retakes it.
+    def _stale(self, owner: LockOwner) -> bool:
+        alive = owner.hostname == self.me.hostname and _pid_alive(owner.pid, owner.started)
+        return is_stale(owner, here=self.me.hostname, pid_alive=alive, now=time.time())
+
+    def _create(self) -> bool:
+        # Never re-sent blindly: a lost reply reads as "not created", and the owner check that
+        # follows finds our own token if it was.
+        cmd = ShellCommand("sh", "-c", _CREATE, "lock-create", self.workdir, self.dir)
         try:
-            return self.transport.run(f"mkdir {quote(self.dir)} 2>/dev/null", timeout=30, idempotent=False).ok
+            result = self.transport.run(cmd.raw(), timeout=30, stdin=self.me.to_json(), idempotent=False)
         except ConnectionLost:
             return False
+        if result.exit_code == 2:
+            raise self._cannot("create the lock", result.stderr_text)
+        return result.ok
 
-    def _break(self) -> None:
-        self.transport.run(f"rm -rf {quote(self.dir)}", timeout=30)
+    def _break_if(self, expected: bytes) -> None:
+        cmd = ShellCommand("sh", "-c", _BREAK_IF, "lock-break", self.workdir, self.dir)
+        result = self.transport.run(cmd.raw(), timeout=30, stdin=expected)
+        if result.exit_code == 2:
+            raise self._cannot("break the stale lock", result.stderr_text)
+
+    def _cannot(self, what: str, stderr: str) -> TransportError:
+        return TransportError(f"{self.transport.describe()}: cannot {what} {self.dir}: {stderr.strip()}")
+
+    def _start_beating(self) -> None:
+        self._stop.clear()
+        self._beater = threading.Thread(target=self._beat, name="lock-heartbeat", daemon=True)
+        self._beater.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._heartbeat_s):
+            try:
+                if not self.heartbeat():
+                    log.error("%s: the lock %s is no longer ours (taken over as stale)", self.transport.describe(),
+                              self.dir)  # fmt: skip
+                    return
+            except OrchestratorError as exc:
+                # A missed beat only matters after STALE_AFTER_S; a full disk must not end the sweep.
+                log.warning("%s: heartbeat of %s failed: %s", self.transport.describe(), self.dir, exc)
 
 
-def _pid_alive(pid: int) -> bool:
+def _start_time(pid: int) -> str | None:
+    """A process's start time in clock ticks since boot, or None when it is gone or a zombie."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+            fields = f.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return False
+        return None
+    return None if len(fields) < 20 or fields[0] in ("Z", "X") else fields[19]
+
+
+def _pid_alive(pid: int, started: str | None) -> bool:
+    now = _start_time(pid)
+    return now is not None and (started is None or now == started)

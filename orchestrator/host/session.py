@@ -7,15 +7,21 @@ and probes all see the same machine.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import posixpath
 import shlex
 import sys
+import threading
 import time
+from collections.abc import Callable, Collection
+from concurrent.futures import Future
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
+
+import httpx
 
 from orchestrator.config.model import HostConfig, resolve_env
 from orchestrator.errors import HostBusy, LaunchError
@@ -33,20 +39,38 @@ SIM_BIN = Path(__file__).resolve().parents[1] / "sim" / "bin"
 PORT_SPACING = 1100
 """SGLang derives NCCL and other internal ports from --port (+100..1000); closer servers cross-talk."""
 
-_FREE_PORTS_SCRIPT = """
-import socket, sys
-for p in map(int, sys.argv[1:]):
-    s = socket.socket()
-    # As the server will: a port whose old connections linger in TIME_WAIT is free to listen on.
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        s.bind(("127.0.0.1", p)); print(p); break
-    except OSError:
-        pass
-    finally:
-        s.close()
+# Prints the first `want` of `cands` that no socket uses as its local port (TIME_WAIT, st 06, does not count:
+# the server binds with SO_REUSEADDR, as SGLang's uvicorn does), those outside the kernel's ephemeral range
+# (the first line of input) first: any outgoing connection may take one of those before the server binds it.
+# An awk over /proc rather than a Python start: it runs before every launch.
+_FREE_PORTS_AWK = r"""
+function num(hex, i, v) {
+  for (i = 1; i <= length(hex); i++) v = v * 16 + index("0123456789ABCDEF", substr(hex, i, 1)) - 1
+  return v
+}
+NR == 1 { lo = $1; hi = $2; next }
+$1 ~ /:$/ && $4 != "06" { n = split($2, a, ":"); busy[num(a[n])] = 1 }
+END {
+  k = split(cands, c, " ")
+  for (pass = 1; pass <= 2; pass++)
+    for (i = 1; i <= k && want > 0; i++)
+      if (!(c[i] in busy) && ((c[i] >= lo && c[i] <= hi) == (pass == 2))) { print c[i]; want-- }
+}
 """
+_PORT_TABLES = (
+    "{ cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 0 0;"
+    " cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; }"
+)
+GPU_RELEASE_POLL_S = 0.05
+_GPU_AND_DRIVER_QUERY = (
+    "nvidia-smi --query-gpu=index,uuid,memory.used,memory.total,name,driver_version,compute_cap"
+    " --format=csv,noheader,nounits"
+)
+T = TypeVar("T")
 
+
+_GPU_LISTS: dict[tuple[str, str, str], list[facts.Gpu]] = {}
+"""GPU index and UUID of each host (by name, address and workdir), as nvidia-smi listed them."""
 
 _GRAMMARS: dict[tuple[str, str | None, tuple[str, ...]], FlagGrammar] = {}
 """Grammars read this process, per host, install and launcher: `--help` of a real install takes seconds."""
@@ -85,6 +109,10 @@ class HostSession:
         self.config = config
         self.transport = transport
         self.launcher = Launcher(transport)
+        self._sim_facts: dict[str | None, dict[str, str | dict[str, str]]] = {}
+        self._help: dict[str | None, Future[CommandResult]] = {}
+        self.free_seen: dict[int, float] = {}
+        """GPU index -> when (time.monotonic) nvidia-smi last showed no process on it through this session."""
 
     @classmethod
     def open(cls, config: HostConfig) -> HostSession:
@@ -105,7 +133,8 @@ class HostSession:
         """The host's working directory, absolute, created if missing."""
         raw = self.config.workdir
         target = f'"$HOME"/{quote(raw[2:])}' if raw.startswith("~/") else quote(raw)
-        result = self.sh(f"mkdir -p {target} && cd {target} && pwd", timeout=30)
+        # Not through sh(): the simulated host's environment (its nvidia-smi state) lives under this directory.
+        result = self.transport.run(f"mkdir -p {target} && cd {target} && pwd", timeout=30)
         if result.exit_code != 0:
             raise LaunchError(f"cannot create the working directory {raw} on {self.config.name}: {result.stderr_text}")
         return result.text.strip()
@@ -123,13 +152,8 @@ class HostSession:
 
     def sh(self, command: str, timeout: float = 60.0) -> CommandResult:
         """Run a command on the host with the host's environment."""
-        exports = "".join(f"export {k}={quote(v)}; " for k, v in sorted(self._env_for_shell().items()))
+        exports = "".join(f"export {k}={quote(v)}; " for k, v in sorted(self.base_env.items()))
         return self.transport.run(exports + command, timeout=timeout)
-
-    def _env_for_shell(self) -> dict[str, str]:
-        if "workdir" not in self.__dict__:
-            return resolve_env(self.config.env, os.environ, self.config.secrets)[0]
-        return self.base_env
 
     def launcher_words(self, install: str | None = None) -> list[str]:
         """The command that starts SGLang for an install (before its flags)."""
@@ -141,13 +165,22 @@ class HostSession:
             words += ["--scenario", str(Path(self.config.scenario).resolve())]
         return words
 
+    def prefetch_help(self, install: str | None = None) -> None:
+        """Start reading an install's `--help` in the background, to overlap the other slow facts of preflight."""
+        key = (self.config.name, install, tuple(self.launcher_words(install)))
+        if key not in _GRAMMARS and install not in self._help:
+            self._help[install] = _in_background(lambda: self.sh(self._help_command(install), timeout=300))
+
+    def _help_command(self, install: str | None) -> str:
+        return "COLUMNS=200 " + " ".join(quote(w) for w in [*self.launcher_words(install), "--help"]) + " 2>/dev/null"
+
     def grammar(self, install: str | None = None) -> FlagGrammar:
         """The flag grammar of an install, read from its real `--help` output (cached)."""
         key = (self.config.name, install, tuple(self.launcher_words(install)))
         if key not in _GRAMMARS:
             words = self.launcher_words(install)
-            cmd = "COLUMNS=200 " + " ".join(quote(w) for w in [*words, "--help"]) + " 2>/dev/null"
-            result = self.sh(cmd, timeout=300)
+            job = self._help.pop(install, None)
+            result = job.result() if job is not None else self.sh(self._help_command(install), timeout=300)
             if "usage:" not in result.text:
                 raise LaunchError(
                     f"`{' '.join(words)} --help` on {self.config.name} printed no usage (exit {result.exit_code}): "
@@ -157,7 +190,9 @@ class HostSession:
         return _GRAMMARS[key]
 
     def sglang_version(self, install: str | None = None) -> str | None:
-        """The SGLang version of an install."""
+        """The SGLang version of an install (and the start of reading its `--help`, which preflight needs next)."""
+        # Each of these starts SGLang's Python (seconds on a real host, with its imports): overlap them.
+        self.prefetch_help(install)
         if self.is_sim:
             version = self.sim_facts(install).get("sglang_version")
             return version if isinstance(version, str) else None
@@ -173,60 +208,93 @@ class HostSession:
         return facts.parse_packages(self.sh(f"{quote(python)} {facts.PIP_LIST}", timeout=120).text)
 
     def sim_facts(self, install: str | None = None) -> dict[str, str | dict[str, str]]:
-        """What the simulated host reports as installed (its scenario's version and packages)."""
-        words = [*self.launcher_words(install), "--host-facts"]
-        out = self.sh(" ".join(quote(w) for w in words), timeout=60).text
-        data: dict[str, str | dict[str, str]] = json.loads(out or "{}")
-        return data
+        """What the simulated host reports as installed (its scenario's version and packages; cached)."""
+        # Asked for the version and the packages separately, and again for the grammar: one start is enough.
+        if install not in self._sim_facts:
+            words = [*self.launcher_words(install), "--host-facts"]
+            out = self.sh(" ".join(quote(w) for w in words), timeout=60).text
+            self._sim_facts[install] = json.loads(out or "{}")
+        return self._sim_facts[install]
 
     def host_facts(self) -> dict[str, str]:
         """GPU model, driver and compute capability, as nvidia-smi says."""
-        info = facts.parse_driver(self.sh(facts.DRIVER_QUERY, timeout=30).text)
+        # One nvidia-smi start for these and the GPUs' index and UUID, which gpu_holders needs next.
+        rows = self.sh(_GPU_AND_DRIVER_QUERY, timeout=30).text.splitlines()
+        _GPU_LISTS[self._gpu_key()] = facts.parse_gpus("\n".join(rows))
+        info = facts.parse_driver("\n".join(",".join(row.split(",")[4:]) for row in rows))
         info["gpus"] = str(self.config.gpus)
         return info
 
-    def gpu_holders(self, our_pgids: set[int]) -> list[facts.GpuHolder]:
-        """Every process holding GPU memory, marked ours when it belongs to one of our launches."""
-        gpus = facts.parse_gpus(self.sh(facts.GPU_QUERY, timeout=30).text)
+    def gpu_holders(self, our_pgids: set[int], gpus: Collection[int] | None = None) -> list[facts.GpuHolder]:
+        """Processes holding memory on `gpus` (default: any GPU), marked ours when in one of our launches' groups."""
+        # One nvidia-smi per call: it is slow to start (a real one often 0.1-0.5 s), and this runs before
+        # and after every launch. The process table is read only when there are holders to tell apart.
+        asked = time.monotonic()  # taken before the query, so a GPU is never thought free later than it was
         procs = facts.parse_gpu_processes(self.sh(facts.GPU_APPS_QUERY, timeout=30).text)
+        known = self._gpu_list(procs)
+        holders = facts.gpu_holders(known, procs, set())
+        busy = {h.gpu_index for h in holders}
+        for gpu in known:
+            if gpu.index not in busy and (gpus is None or gpu.index in gpus):
+                self.free_seen[gpu.index] = asked
+        if gpus is not None:
+            holders = [h for h in holders if h.gpu_index in gpus]
+        if not holders or not our_pgids:
+            return holders
         ours: set[int] = set()
-        if our_pgids:
-            table = self.sh("ps -eo pid=,pgid=", timeout=30).text
-            for row in table.splitlines():
-                parts = row.split()
-                if len(parts) == 2 and parts[1].isdigit() and int(parts[1]) in our_pgids:
-                    ours.add(int(parts[0]))
-        return facts.gpu_holders(gpus, procs, ours)
+        for row in self.sh("ps -eo pid=,pgid=", timeout=30).text.splitlines():
+            parts = row.split()
+            if len(parts) == 2 and parts[1].isdigit() and int(parts[1]) in our_pgids:
+                ours.add(int(parts[0]))
+        return [dataclasses.replace(h, ours=h.pid in ours) for h in holders]
+
+    def _gpu_list(self, procs: list[facts.GpuProcess]) -> list[facts.Gpu]:
+        # GPU index <-> UUID is fixed while the host is up, so every session of this host shares one
+        # reading; it is read again when a process names a UUID not in it, so it can never mislead.
+        cached = _GPU_LISTS.get(self._gpu_key(), [])
+        known = {g.uuid for g in cached}
+        if not cached or any(p.gpu_uuid not in known for p in procs):
+            cached = _GPU_LISTS[self._gpu_key()] = facts.parse_gpus(self.sh(facts.GPU_QUERY, timeout=30).text)
+        return cached
+
+    def _gpu_key(self) -> tuple[str, str, str]:
+        return (self.config.name, self.transport.describe(), self.config.workdir)
 
     def wait_gpus_released(self, gpus: tuple[int, ...], timeout: float) -> tuple[bool, list[facts.GpuHolder]]:
         """Wait until nvidia-smi shows no process on these GPUs; the holders left if it never does."""
         deadline = time.monotonic() + timeout
         while True:
-            holders = [h for h in self.gpu_holders(set()) if h.gpu_index in gpus]
+            holders = self.gpu_holders(set(), gpus)
             if not holders:
                 return True, []
             if time.monotonic() >= deadline:
                 return False, holders
-            time.sleep(0.1)
+            time.sleep(GPU_RELEASE_POLL_S)
 
     def port_owner(self, port: int, pgid: int) -> str:
         """Who listens on a port of the host: "ours" (the launch's process group), "foreign", "none" or "unknown"."""
         script = quote(_LISTENER_SCRIPT)
-        out = self.sh(f"{quote(self.config.python)} -c {script} {port} {pgid}", timeout=30).text.strip()
+        # -S: no site-packages scan; the script needs only the standard library, and it runs for every launch.
+        out = self.sh(f"{quote(self.config.python)} -S -c {script} {port} {pgid}", timeout=30).text.strip()
         return out if out in ("ours", "foreign", "none") else "unknown"
 
-    def free_port(self, avoid: set[int]) -> int:
-        """A port free on the host and at least PORT_SPACING away from every port in `avoid`."""
+    def free_ports(self, count: int, avoid: Collection[int]) -> list[int]:
+        """`count` ports free on the host, PORT_SPACING apart from each other and from every port in `avoid`."""
         base = self.config.port_base
+        # Candidates lie on one grid PORT_SPACING wide, so any two of them are far enough apart.
         candidates = [
             p for p in range(base, 65000 - PORT_SPACING, PORT_SPACING) if all(abs(p - q) >= PORT_SPACING for q in avoid)
-        ][:16]
-        script = quote(_FREE_PORTS_SCRIPT)
-        python = quote(self.config.python)
-        out = self.sh(f"{python} -c {script} " + " ".join(map(str, candidates)), timeout=30).text.strip()
-        if not out.isdigit():
-            raise HostBusy(f"no free port on {self.config.name} among {candidates}")
-        return int(out)
+        ]
+        awk = f"awk -v want={count} -v cands={quote(' '.join(map(str, candidates)))} {quote(_FREE_PORTS_AWK)}"
+        out = self.sh(f"{_PORT_TABLES} | {awk}", timeout=30).text
+        ports = [int(word) for word in out.split() if word.isdigit()]
+        if len(ports) < count:
+            raise HostBusy(f"only {len(ports)} of {count} ports free on {self.config.name} among {candidates}")
+        return ports
+
+    def free_port(self, avoid: Collection[int]) -> int:
+        """A port free on the host and at least PORT_SPACING away from every port in `avoid`."""
+        return self.free_ports(1, avoid)[0]
 
     def probe_client(self, port: int) -> ProbeClient:
         """An HTTP client for a server on the host's loopback (through SSH when the host is remote)."""
@@ -234,12 +302,31 @@ class HostSession:
         from orchestrator.transport.ssh import SshTransport
         from orchestrator.transport.tunnel import TunnelTransport
 
-        http = TunnelTransport(self.transport.open_channel) if isinstance(self.transport, SshTransport) else None
+        http: httpx.BaseTransport
+        if isinstance(self.transport, SshTransport):
+            http = TunnelTransport(self.transport.open_channel)
+        else:
+            # Plain HTTP to loopback: verify=False skips loading the CA bundle (~20 ms per launch).
+            http = httpx.HTTPTransport(verify=False)
         return ProbeClient(f"http://127.0.0.1:{port}", transport=http)
 
     def run_dir(self, run_id: str) -> str:
         """Where a run's files live on the host."""
         return posixpath.join(self.workdir, "runs", run_id)
+
+
+def _in_background(work: Callable[[], T]) -> Future[T]:
+    """Run `work` in a daemon thread (never holding up the exit of a command that no longer needs it)."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(work())
+        except BaseException as exc:  # handed to whoever asks for the result
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="host-facts", daemon=True).start()
+    return future
 
 
 def transport_spec(config: HostConfig) -> Literal["local"] | SshTarget:

@@ -32,6 +32,9 @@ from orchestrator.settings import Deadlines
 
 HEALTH_TIMEOUT_S = 1.0
 """One `/health_generate` poll; short, so a poll never delays noticing a death."""
+POLL_INTERVAL_S = 0.05
+"""A round is three small reads (a /proc entry, the log's new bytes, one HTTP request), a few ms even
+over SSH, so polling often costs little and both a crash and readiness are seen within ~50 ms."""
 
 
 class HealthSource(Protocol):
@@ -91,7 +94,7 @@ def wait_ready(
     deadlines: Deadlines,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-    poll_interval: float = 0.25,
+    poll_interval: float = POLL_INTERVAL_S,
     health_timeout: float = HEALTH_TIMEOUT_S,
 ) -> ReadyResult:
     """Poll until `/health_generate` is 200, the process dies, the log shows a fatal line, or a deadline expires."""

@@ -115,7 +115,7 @@ def _human_cells(result: CellResult) -> list[str]:
 def term_table(results: Sequence[CellResult], sweep: SweepRecord) -> Table:
     """A rich Table of the sweep, status coloured, the summary as its caption."""
     axes = axis_columns(results)
-    table = Table(title=f"{sweep.name} · {sweep.sweep_id} on {sweep.host}", caption=summary_line(results))
+    table = Table(title=Text(f"{sweep.name} · {sweep.sweep_id} on {sweep.host}"), caption=summary_line(results))
     for name in axes:
         table.add_column(name, no_wrap=True)
     for header in _HEADERS:
@@ -132,7 +132,8 @@ def term_table(results: Sequence[CellResult], sweep: SweepRecord) -> Table:
         status, *rest = _human_cells(result)
         style = "dim" if result.status is None else _STATUS_STYLE[result.status]
         cause = Text(rest[2], style="" if result.root_cause_line else "italic")
-        row: list[str | Text] = [_value_text(_axis_value(result, a), "-") for a in axes]
+        # Text, not str: a flag value such as `[/]` is the user's text, never rich markup.
+        row = [Text(_value_text(_axis_value(result, a), "-")) for a in axes]
         table.add_row(*row, Text(status, style=style), rest[0], rest[1], cause, rest[3], rest[4])
     return table
 

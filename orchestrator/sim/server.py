@@ -160,6 +160,9 @@ class SimServer:
             return
         if self.httpd is None:
             self.ranks.kill()
+            if threading.current_thread() is not threading.main_thread():
+                # A rank's watcher saw the group's SIGTERM first; only the main thread may reset a handler.
+                os._exit(128 + signal.SIGTERM)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
             _block()

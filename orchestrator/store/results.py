@@ -1,7 +1,8 @@
 """A cell's finished runs summed up into one row of the pass/fail table.
 
 Rules (pure, so the table, the JSON contract and `--resume` agree):
-- attempts read `k/N`: k runs passed out of N finished runs (abandoned runs produced no result and never count).
+- attempts read `k/N`: k runs passed out of N finished runs (abandoned runs produced no result and never count;
+  nor does a skipped run once the cell has run).
 - The cell's status is its last run's, unless both a pass and a fail occur among its runs: then the cell
   is `fail` and `flaky`, and the row shows the latest failing run, so `repro` of its `run_id` replays the
   failure the row names. Deterministic failures keep `flaky` false.
@@ -79,6 +80,8 @@ def aggregate(cell: Cell, runs: Iterable[RunRecord], retries_allowed: int = 0) -
     """Sum up one cell's runs (any states, any order) by the rules in this module's docstring."""
     mine = sorted((r for r in runs if r.cell_id == cell.cell_id), key=lambda r: r.attempt)
     done = [(r, r.verdict) for r in mine if r.state == "done" and r.verdict is not None]
+    # A cell skipped by a stopped sweep and run on its resume: only the runs that ran count.
+    done = [d for d in done if d[1].status is not Status.SKIPPED] or done[-1:]
     unfinished = next((r.run_id for r in reversed(mine) if r.state in UNFINISHED_STATES), None)
     if not done:
         return CellResult(cell=cell, runs=(), status=None, unfinished_run_id=unfinished)

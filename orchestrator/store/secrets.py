@@ -19,10 +19,10 @@ _SECRET_NAME = re.compile(rf"(?i)(?:^|[_-]){_WORD}$")
 _VALUE = r"(?P<value>'[^']*'|\"[^\"]*\"|[^\s,;)\]}]+)"
 # `--api-key sk-1` and `--hf-token=x` on a command line: a flag, then its value.
 _FLAG_ASSIGN = re.compile(rf"(?<![\w-])(?P<name>--(?:[a-z0-9]+-)*(?i:{_WORD}))(?P<sep>=|\s+){_VALUE}")
-# `HF_TOKEN=x`, `api_key='x'`, `HF_TOKEN: x`. A bare lower-case `token:` is left alone: in log lines
-# it is prose far more often than a secret.
+# `HF_TOKEN=x`, `api_key='x'`, `HF_TOKEN: x`, and a matrix file's `api-key: x` (flag names are dashed).
+# A bare lower-case `token:` is left alone: in log lines it is prose far more often than a secret.
 _NAME_ASSIGN = re.compile(
-    rf"(?<![\w-])(?P<name>(?:[A-Za-z0-9]+_)+(?i:{_WORD})|(?i:(?:api|access|secret|private)_key)|TOKEN|PASSWORD|SECRET)"
+    rf"(?<![\w-])(?P<name>(?:[A-Za-z0-9]+[_-])+(?i:{_WORD})|(?i:(?:api|access|secret|private)[_-]key)|TOKEN|PASSWORD|SECRET)"
     rf"(?P<sep>['\"]?\s*[=:]\s*){_VALUE}"
 )
 _KEEP = {MASK, "None", "null", "''", '""'}

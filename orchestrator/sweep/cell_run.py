@@ -8,6 +8,7 @@ consistent enough for `--resume` to re-attach or clean up, never to launch twice
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -83,7 +84,6 @@ def run_attempt(
     sweep_id: str,
     plan: CellPlan,
     slot: Slot,
-    attempt: int,
     settings: RunSettings,
     matrix: Matrix | None,
     on_event: Callable[[Cell, str, Phase | None], None] | None = None,
@@ -96,7 +96,8 @@ def run_attempt(
             run_id=run_id,
             sweep_id=sweep_id,
             cell_id=plan.cell.cell_id,
-            attempt=attempt,
+            # Numbered by the store: abandoned runs keep their numbers, and never count as attempts.
+            attempt=store.next_attempt(sweep_id, plan.cell.cell_id),
             host=session.config.name,
             run_dir=spec.run_dir,
             port=slot.port,
@@ -110,7 +111,9 @@ def run_attempt(
     try:
         launch = session.launcher.start(spec, secrets)
     except (LaunchError, TransportError) as exc:
-        verdict = infra_verdict(exc, Phase.PREFLIGHT)
+        _stop_unreported(session, spec, settings)
+        failed = infra_verdict(exc, Phase.PREFLIGHT)
+        verdict = dataclasses.replace(failed, reason=f"not launched: {failed.reason}")
         store.finish_run(run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
         return AttemptResult(plan.cell, run_id, verdict, slot, True)
     store.mark_launched(run_id, run_dir=spec.run_dir, pgid=launch.pgid, port=slot.port, gpus=slot.gpus)
@@ -145,6 +148,14 @@ def watch_attempt(
         ended_at=time.time(),
     )
     return AttemptResult(cell, run_id, report.verdict, slot, report.gpus_released, tuple(report.leftover_holders))
+
+
+def _stop_unreported(session: HostSession, spec: LaunchSpec, settings: RunSettings) -> None:
+    # The launch may have started and lost only its reply: its pid file says so, and it must not run on.
+    with contextlib.suppress(OrchestratorError):
+        launch = session.launcher.recover(spec)
+        if launch is not None:
+            session.launcher.stop(launch, settings.deadlines.stop_grace)
 
 
 def _stop_quietly(session: HostSession, launch: Launch, settings: RunSettings) -> None:

@@ -64,6 +64,8 @@ class LiveLog:
         self.started = started
         self.phase: Phase | None = None
         self.fatal_line: str | None = None
+        self.listening_line: str | None = None
+        """The server's own `Uvicorn running on http://HOST:PORT` line, once printed."""
         self.timings: dict[str, float] = {}
         self.overflowed = False
         self._on_phase = on_phase
@@ -93,6 +95,8 @@ class LiveLog:
                     self._on_phase("phase", phase)
             if self.fatal_line is None and is_fatal_line(line):
                 self.fatal_line = line
+            if "Uvicorn running on " in line:
+                self.listening_line = line
 
 
 def execute_run(
@@ -113,7 +117,11 @@ def execute_run(
         ready = wait_ready(
             client, is_alive=lambda: launcher.alive(launch), poll_log=live.poll, deadlines=settings.deadlines
         )
-        if ready.ready and session.port_owner(spec.port, launch.pgid) == "foreign":
+        if (
+            ready.ready
+            and not _says_listening(live, spec.port)
+            and session.port_owner(spec.port, launch.pgid) == "foreign"
+        ):
             # Another server answered on our port (ours lost the race to bind it): probing it would
             # judge the wrong server. Our launch is dying of the bind error; let its log say so.
             ready = wait_ready(
@@ -128,9 +136,10 @@ def execute_run(
     finally:
         client.close()
         live.drain()
-        # Read before our own stop: only a server that ended by itself leaves an exit code.
-        died_alone = not launcher.alive(launch)
-        exit_code = launcher.exit_code(launch) if died_alone else None
+        # Read before our own stop: only a server that ended by itself leaves an exit code, and
+        # then the (costlier) liveness check is not needed.
+        exit_code = launcher.exit_code(launch)
+        died_alone = exit_code is not None or not launcher.alive(launch)
         if launcher.stop(launch, settings.deadlines.stop_grace):
             # Survived SIGTERM for the whole grace (ranks hung in shutdown): worth seeing in the record.
             live.timings["sigkill_after_s"] = settings.deadlines.stop_grace
@@ -185,6 +194,11 @@ class _NeverReady:
         return None
 
 
+def _says_listening(live: LiveLog, port: int) -> bool:
+    """Whether our server's log says it bound the port (then nobody else can answer there; no need to ask the host)."""
+    return live.listening_line is not None and f":{port} " in live.listening_line
+
+
 def _probe_phase(name: str) -> Phase:
     return ProbeResult(name=name, ok=True).phase
 
@@ -194,6 +208,6 @@ def _final_evidence(session: HostSession, spec: LaunchSpec, live: LiveLog) -> Ev
         return live.builder.finish()
     harvested = harvest_huge(session.transport, spec.log_path, HOST_GREP_REGEX)
     builder = EvidenceBuilder()
-    for line in harvested.lines:
-        builder.feed_line(line)
+    for line, number in zip(harvested.lines, harvested.line_numbers, strict=True):
+        builder.feed_line(line, number)
     return builder.finish()

@@ -81,7 +81,3 @@ class GpuPool:
     def give_back(self, gpus: Iterable[int]) -> None:
         """Return GPUs once their launch is stopped and nvidia-smi shows them free."""
         self._free = sorted(set(self._free) | set(gpus))
-
-    def mark_unavailable(self, gpus: Iterable[int]) -> None:
-        """Never hand out these GPUs again in this sweep (a foreign process holds them)."""
-        self._free = [g for g in self._free if g not in set(gpus)]

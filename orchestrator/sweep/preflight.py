@@ -14,7 +14,9 @@ from orchestrator.errors import HostBusy
 from orchestrator.host.facts import GpuHolder
 from orchestrator.host.session import HostSession
 from orchestrator.model import Category, Cell, Phase, Status, Verdict
+from orchestrator.settings import Deadlines
 from orchestrator.sweep.plan import CellPlan, plan_cells
+from orchestrator.transport.shell import Raw, ShellCommand
 
 
 @dataclass(frozen=True)
@@ -70,5 +72,34 @@ def run_preflight(
                 "Nothing was launched and nothing was killed; free the GPUs, or set kill_foreign_gpu_holders: true "
                 "for this host in hosts.yaml to let the orchestrator end them."
             )
+        if foreign:
+            end_foreign_holders(session, foreign)
+            host_facts["foreign_gpu_holders_killed"] = describe_holders(foreign)
     plans = plan_cells(cells, session.grammar, session.config.gpus)
     return Preflight(plans, versions, host_facts, foreign, round(time.monotonic() - started, 3))
+
+
+def end_foreign_holders(session: HostSession, holders: Sequence[GpuHolder]) -> None:
+    """End the processes holding GPUs by pid (SIGTERM, SIGKILL after the grace), then check the GPUs are free.
+
+    Only under the host's lock (the runner takes it first), so these are never another live sweep's launches.
+    """
+    deadlines = Deadlines().with_overrides(session.config.deadlines)
+    pids = sorted({h.pid for h in holders if h.pid > 1})
+    gpus = tuple(sorted({h.gpu_index for h in holders}))
+    _signal_pids(session, "TERM", pids)
+    released, left = session.wait_gpus_released(gpus, deadlines.stop_grace)
+    if not released:
+        # Only the pids found at the start: a process that took a GPU since then was never listed to the user.
+        _signal_pids(session, "KILL", sorted({h.pid for h in left} & set(pids)))
+        released, left = session.wait_gpus_released(gpus, deadlines.gpu_release)
+    if not released:
+        raise HostBusy(
+            f"GPUs on {session.config.name} are still held after SIGTERM and SIGKILL: {describe_holders(left)}. "
+            "Nothing was launched."
+        )
+
+
+def _signal_pids(session: HostSession, signal_name: str, pids: Sequence[int]) -> None:
+    if pids:
+        session.sh(ShellCommand("kill", "-s", signal_name, "--", *pids, Raw("2>/dev/null; exit 0")).raw(), timeout=30)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from rich.console import Console, Group
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -72,7 +73,8 @@ class SweepProgress:
             f"{len(preflight.invalid)} invalid; " + ", ".join(f"{k} {v}" for k, v in preflight.versions.items() if v)
         )
         for plan in preflight.invalid:
-            self.console.print(f"* {plan.cell.label}: [yellow]invalid[/] ({plan.reason})", soft_wrap=True)
+            line = f"* {escape(plan.cell.label)}: [yellow]invalid[/] ({escape(plan.reason)})"
+            self.console.print(line, soft_wrap=True)
         self._refresh()
 
     def on_event(self, cell: Cell, event: str, phase: Phase | None) -> None:
@@ -95,7 +97,8 @@ class SweepProgress:
         style = STATUS_STYLE.get(verdict.status, "")
         why = f" at {verdict.phase.value}" if verdict.phase and verdict.status is not Status.PASS else ""
         cause = f" {verdict.category.value}" if verdict.status is not Status.PASS else ""
-        line = f"* {result.cell.label}: [{style}]{verdict.status.value}[/]{why}{cause}, took {took:.1f}s"
+        # Flag values are the user's text: `[/]` in one must print as itself, not as rich markup.
+        line = f"* {escape(result.cell.label)}: [{style}]{verdict.status.value}[/]{why}{cause}, took {took:.1f}s"
         self.console.print(line, soft_wrap=True)
         self._refresh()
 
@@ -123,5 +126,5 @@ class SweepProgress:
         table = Table(box=None, show_header=False, pad_edge=False)
         now = time.monotonic()
         for entry in list(self.in_flight.values()):
-            table.add_row(entry.cell.label, entry.phase, f"{now - entry.started:.0f}s")
+            table.add_row(Text(entry.cell.label), entry.phase, f"{now - entry.started:.0f}s")
         return Group(head, table)

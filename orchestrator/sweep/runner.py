@@ -183,4 +183,3 @@ def _finish(store: Store, session: HostSession, sweep_id: str, options: SweepOpt
     # A launch whose stop failed (host unreachable at the time) must not outlive the sweep.
     reap_orphans(store, session, sweep_id, options.settings.deadlines.stop_grace)
     store.finish_sweep(sweep_id, "interrupted" if stopped else "done", time.time())
-

@@ -27,6 +27,9 @@ from orchestrator.sweep.plan import CellPlan, GpuPool
 from orchestrator.sweep.preflight import describe_holders
 
 EventSink = Callable[[Cell, str, Phase | None], None]
+VERIFIED_FRESH_S = 0.5
+"""GPUs nvidia-smi showed free this recently (the last step of the attempt that used them, or preflight)
+are launched on without asking it again: it is slow to start, and nothing of ours runs there meanwhile."""
 
 
 @dataclass
@@ -53,6 +56,7 @@ class Scheduler:
         matrix: Matrix | None = None,
         on_event: EventSink | None = None,
         on_result: Callable[[AttemptResult], None] | None = None,
+        stop_on_infra: bool = False,
     ):
         self.store = store
         self.open_session = open_session
@@ -64,7 +68,12 @@ class Scheduler:
         self.matrix = matrix
         self.on_event = on_event
         self.on_result = on_result
+        self.stop_on_infra = stop_on_infra
+        self.stopped: AttemptResult | None = None
+        """The infra result that stopped the sweep (stop_on_infra): nothing starts after it."""
         self.pool = GpuPool(main.config.gpus)
+        self.foreign: dict[int, GpuHolder] = {}
+        """GPU index -> the process not ours found holding it; such GPUs are never handed out again."""
         self._local = threading.local()
         self._sessions: list[HostSession] = []
         self._lock = threading.Lock()
@@ -87,7 +96,10 @@ class Scheduler:
         try:
             with ThreadPoolExecutor(max_workers=max(1, width), thread_name_prefix="cell") as executor:
                 while pending or in_flight:
-                    self._start_fitting(pending, in_flight, ports, executor, width)
+                    if self.stopped is None:
+                        self._start_fitting(pending, in_flight, ports, executor, width)
+                    else:
+                        self._skip(pending, self.stopped)
                     if not in_flight:
                         self._refuse_unrunnable(pending)
                         continue
@@ -108,19 +120,21 @@ class Scheduler:
         executor: ThreadPoolExecutor,
         width: int,
     ) -> None:
+        taking: set[int] = set()
+        holders = _Holders(lambda: self.main.gpu_holders(self._our_pgids(), set(self.pool.free) | taking))
+        starts: list[tuple[Job, tuple[int, ...]]] = []
         for job in list(pending):
-            if len(in_flight) >= width:
-                return
-            gpus = self.pool.take(job.plan.cell.tp_size)
+            if len(in_flight) + len(starts) >= width:
+                break
+            gpus = self._take_unheld(job.plan.cell.tp_size, holders, taking)
             if gpus is None:
                 continue
-            foreign = [h for h in self.main.gpu_holders(self._our_pgids()) if h.gpu_index in gpus and not h.ours]
-            if foreign:
-                self._refuse_foreign(job, gpus, foreign)
-                pending.remove(job)
-                continue
-            port = self.main.free_port(set(ports.values()))
             pending.remove(job)
+            starts.append((job, gpus))
+        if not starts:
+            return
+        # One host command for all the ports of this round, spaced from each other and from those in use.
+        for (job, gpus), port in zip(starts, self.main.free_ports(len(starts), set(ports.values())), strict=True):
             future = executor.submit(self._attempt, job, Slot(gpus, port))
             in_flight[future] = job
             ports[future] = port
@@ -135,7 +149,6 @@ class Scheduler:
             self.sweep_id,
             job.plan,
             slot,
-            job.attempt,
             self.settings,
             self.matrix,
             self.on_event,
@@ -148,22 +161,42 @@ class Scheduler:
             self.on_result(result)
         if result.verdict.status in (Status.FAIL, Status.INFRA) and job.attempt <= self.retries:
             pending.appendleft(Job(job.plan, job.attempt + 1))
+        elif result.verdict.status is Status.INFRA and self.stop_on_infra and self.stopped is None:
+            self.stopped = result
 
-    def _refuse_foreign(self, job: Job, gpus: tuple[int, ...], holders: list[GpuHolder]) -> None:
-        """A foreign process took GPUs mid-sweep: record the cell with the holders, never kill them."""
-        self.pool.mark_unavailable(h.gpu_index for h in holders)
-        self.pool.give_back(g for g in gpus if g not in {h.gpu_index for h in holders})
-        verdict = Verdict(
-            Status.INFRA,
-            Phase.PREFLIGHT,
-            Category.GPU_MEMORY_IN_USE,
-            None,
-            reason=f"not launched: GPUs held by processes that are not ours ({describe_holders(holders)})",
+    def _skip(self, pending: deque[Job], cause: AttemptResult) -> None:
+        """Record every cell still waiting as skipped, naming the infra failure that stopped the sweep."""
+        reason = (
+            f"not launched: the sweep stopped (on_infra: stop) after an infra failure of "
+            f"{cause.cell.label or cause.cell.cell_id}: {cause.verdict.reason}"
         )
-        self._record_unlaunched(job, verdict)
+        while pending:
+            self._record_unlaunched(pending.popleft(), Verdict(Status.SKIPPED, None, Category.UNKNOWN, None, reason))
+
+    def _take_unheld(self, count: int, holders: _Holders, taking: set[int]) -> tuple[int, ...] | None:
+        """Free GPUs that no foreign process holds; GPUs a foreign process took mid-sweep leave the pool."""
+        while (gpus := self.pool.take(count)) is not None:
+            taking.update(gpus)
+            if self._seen_free(gpus):
+                return gpus
+            held = [h for h in holders.on(gpus) if not h.ours]
+            if not held:
+                return gpus
+            # Never killed: the cells that cannot fit without these GPUs are reported with the holders.
+            self.foreign.update((h.gpu_index, h) for h in held)
+            self.pool.give_back(g for g in gpus if g not in self.foreign)
+        return None
+
+    def _seen_free(self, gpus: tuple[int, ...]) -> bool:
+        """Whether nvidia-smi showed every one of `gpus` free within VERIFIED_FRESH_S, through any session."""
+        now = time.monotonic()
+        with self._lock:
+            sessions = [self.main, *self._sessions]
+        return all(now - max(s.free_seen.get(g, float("-inf")) for s in sessions) <= VERIFIED_FRESH_S for g in gpus)
 
     def _refuse_unrunnable(self, pending: deque[Job]) -> None:
         """Nothing runs and nothing fits: the GPUs left cannot hold the waiting cells."""
+        held = [self.foreign[g] for g in sorted(self.foreign)]
         while pending:
             job = pending.popleft()
             verdict = Verdict(
@@ -171,7 +204,8 @@ class Scheduler:
                 Phase.PREFLIGHT,
                 Category.GPU_MEMORY_IN_USE,
                 None,
-                reason=f"not launched: needs {job.plan.cell.tp_size} GPUs, only {list(self.pool.free)} are usable",
+                reason=f"not launched: needs {job.plan.cell.tp_size} GPUs, only {list(self.pool.free)} are usable"
+                + (f"; GPUs held by processes that are not ours: {describe_holders(held)}" if held else ""),
             )
             self._record_unlaunched(job, verdict)
 
@@ -182,7 +216,7 @@ class Scheduler:
                 run_id=run_id,
                 sweep_id=self.sweep_id,
                 cell_id=job.plan.cell.cell_id,
-                attempt=job.attempt,
+                attempt=self.store.next_attempt(self.sweep_id, job.plan.cell.cell_id),
                 host=self.main.config.name,
                 started_at=time.time(),
                 install=job.plan.cell.install,
@@ -191,3 +225,17 @@ class Scheduler:
         self.store.finish_run(run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
         if self.on_result:
             self.on_result(AttemptResult(job.plan.cell, run_id, verdict, Slot((), 0), True))
+
+
+class _Holders:
+    """What nvidia-smi shows, asked at most once per round of starts, and only when a GPU needs it."""
+
+    def __init__(self, fetch: Callable[[], list[GpuHolder]]):
+        self._fetch = fetch
+        self._seen: list[GpuHolder] | None = None
+
+    def on(self, gpus: tuple[int, ...]) -> list[GpuHolder]:
+        """The processes holding any of `gpus`."""
+        if self._seen is None:
+            self._seen = self._fetch()
+        return [h for h in self._seen if h.gpu_index in gpus]

@@ -116,6 +116,11 @@ class Transport(abc.ABC):
         launch channel's stdin, never through a file or a command line. The job survives `close()`.
         """
 
+    @property
+    def connection_epoch(self) -> int:
+        """How many connections to the host were opened so far: a change means one dropped in between."""
+        return 0
+
     def signal_group(self, pgid: int, sig: int) -> None:
         """Send `sig` to every process of group `pgid`; a group that is gone is not an error."""
         name = signal.Signals(sig).name.removeprefix("SIG")

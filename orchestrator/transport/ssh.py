@@ -26,7 +26,6 @@ from tenacity import (
     Retrying,
     retry_if_exception,
     retry_if_result,
-    stop_after_attempt,
     stop_after_delay,
     wait_exponential,
     wait_fixed,
@@ -47,7 +46,8 @@ from orchestrator.transport.shell import ShellCommand
 from orchestrator.transport.ssh_target import SshTarget, resolve
 
 # Reconnect policy: read at call time, so tests may shorten it by patching these names.
-RETRY_STOP = stop_after_delay(20.0) | stop_after_attempt(5)
+# By time, not by attempts: an sshd restart takes seconds, and five quick attempts (0.75 s) gave up on it.
+RETRY_STOP = stop_after_delay(20.0)
 RETRY_WAIT = wait_exponential(multiplier=0.05, max=2.0)
 # How long a recovered launch may take to write its pid into the pid file it has claimed.
 PID_WAIT_STOP = stop_after_delay(5.0)
@@ -88,10 +88,16 @@ class SshTransport(Transport):
         self._sftp_client: paramiko.SFTPClient | None = None
         self._lock = threading.RLock()
         self._connected_once = False
+        self._epoch = 0
 
     def describe(self) -> str:
         """`ssh user@host:port` (with the alias, if one was used)."""
         return self.target.describe()
+
+    @property
+    def connection_epoch(self) -> int:
+        """How many SSH connections were opened so far (each reconnect after a drop adds one)."""
+        return self._epoch
 
     def run(
         self, command: str, timeout: float = 30.0, stdin: bytes | None = None, *, idempotent: bool = True
@@ -335,6 +341,7 @@ class SshTransport(Transport):
                 raise
             conn.transport.set_keepalive(KEEPALIVE_S)
         self._connected_once = True
+        self._epoch += 1
 
     def _disconnect(self) -> None:
         with self._lock:

@@ -1,0 +1,88 @@
+"""`orchestrator report [SWEEP] --html FILE | --md` and `orchestrator bugreport RUN`: reports to share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.analysis.compare import compare as compare_views
+from orchestrator.analysis.explain import explain
+from orchestrator.analysis.render import render_comparison, render_explanation
+from orchestrator.cli import app
+from orchestrator.cli.common import exits_on_error, open_store
+from orchestrator.report.bugreport import render_bugreport
+from orchestrator.report.html import render_html
+from orchestrator.report.table import render_md
+from orchestrator.report.views import sweep_view
+from orchestrator.store.records import SweepRecord
+from orchestrator.store.results import CellResult
+from orchestrator.store.sqlite import Store
+
+COMMENT_MAX = 65_000
+"""GitHub refuses comments over 65,536 characters."""
+
+DbOption = Annotated[Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB or ./orchestrator.db).")]
+
+
+def _load(store: Store, ref: str | None) -> tuple[SweepRecord, list[CellResult]]:
+    record = store.resolve_sweep(ref)
+    return record, store.cell_results(record.sweep_id, int(record.settings.get("retries", 0)))
+
+
+def markdown_report(
+    sweep: SweepRecord, results: list[CellResult], baseline: tuple[SweepRecord, list[CellResult]] | None = None
+) -> str:
+    """Why cells fail, what changed against the baseline, then the pass/fail table: one GitHub comment."""
+    view = sweep_view(sweep, results)
+    parts = [render_explanation(explain(view), "md")]
+    if baseline is not None:
+        parts.append(render_comparison(compare_views(sweep_view(*baseline), view), "md"))
+    # The table's own limit leaves out its closing "… N more cells" line: keep room for it.
+    room = COMMENT_MAX - sum(len(part) + 1 for part in parts) - 200
+    return "\n".join([*parts, render_md(results, sweep, max_chars=room)])
+
+
+@app.command()
+def report(
+    sweep: Annotated[str | None, typer.Argument(help="Sweep id or unique prefix (default: the latest).")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML page here.")] = None,
+    md: Annotated[
+        bool, typer.Option("--md", help="Print Markdown for a GitHub comment: explain, then the table.")
+    ] = False,
+    baseline: Annotated[
+        str | None, typer.Option("--compare", help="Mark regressions and fixes against this earlier sweep.")
+    ] = None,
+    x: Annotated[str | None, typer.Option("--x", help="Axis across (columns) of the heat-map.")] = None,
+    y: Annotated[str | None, typer.Option("--y", help="Axis down (rows) of the heat-map.")] = None,
+    db: DbOption = None,
+) -> None:
+    """A report of one sweep: an HTML heat-map page (--html FILE) or a Markdown comment (--md)."""
+    if html is None and not md:
+        raise typer.BadParameter("pass --html FILE, --md, or both", param_hint="--html/--md")
+    with exits_on_error(), open_store(db, create=False) as store:
+        record, results = _load(store, sweep)
+        other = _load(store, baseline) if baseline else None
+    if html is not None:
+        try:
+            page = render_html(record, results, baseline=other, x=x, y=y)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--x/--y") from exc
+        html.write_text(page, encoding="utf-8")
+        typer.echo(f"wrote {html} ({len(results)} cells of {record.sweep_id})", err=md)
+    if md:
+        typer.echo(markdown_report(record, results, other), nl=False)
+
+
+@app.command()
+def bugreport(
+    run: Annotated[str, typer.Argument(help="Run id or unique prefix (see the table's JSON, or `orchestrator run`).")],
+    db: DbOption = None,
+) -> None:
+    """Print one run as Markdown to paste into an SGLang GitHub issue."""
+    with exits_on_error(), open_store(db, create=False) as store:
+        record = store.get_run(run)
+        sweep, results = _load(store, record.sweep_id)
+        text = render_bugreport(record, sweep, results)
+    typer.echo(text, nl=False)

@@ -1,0 +1,158 @@
+"""What a sweep finds on the host after an interruption, and how it is settled before the sweep goes on.
+
+The store says which runs were in flight (each is written before its launch) and which process
+groups were ours (their pgids); the host's run directories say which launches exist (their pid
+files). Together they let `--resume` re-attach to a launch still alive, clean up one that died,
+end any group of ours that outlived its run, and never launch a cell twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from orchestrator.host.launcher import Launch, LaunchSpec
+from orchestrator.host.session import HostSession
+from orchestrator.model import Cell, Phase, Status
+from orchestrator.store.records import UNFINISHED_STATES, RunRecord, new_run_id
+from orchestrator.store.sqlite import Store
+from orchestrator.sweep.cell_run import watch_attempt
+from orchestrator.sweep.execute import RunSettings
+from orchestrator.sweep.plan import CellPlan
+from orchestrator.sweep.preflight import Preflight, invalid_verdict
+from orchestrator.sweep.scheduler import Job
+from orchestrator.transport.shell import ShellCommand
+
+EventSink = Callable[[Cell, str, Phase | None], None]
+
+# Arguments: pairs of (pgid, run dir). Prints each pgid whose group is alive and whose leader works in
+# that run directory (every launch starts there), so a pgid reused by a stranger is never taken for ours.
+_OURS_ALIVE = """live=$(ps -eo pgid=,stat= | awk '$2 !~ /^Z/ {print $1}')
+while [ $# -ge 2 ]; do
+  pg=$1; dir=$(readlink -f -- "$2" 2>/dev/null); shift 2
+  printf '%s\\n' "$live" | grep -qx -- "$pg" || continue
+  [ -n "$dir" ] && [ "$(readlink "/proc/$pg/cwd" 2>/dev/null)" = "$dir" ] && echo "$pg"
+done
+exit 0"""
+
+
+def settle_in_flight(
+    store: Store,
+    session: HostSession,
+    open_session: Callable[[], HostSession],
+    sweep_id: str,
+    settings: RunSettings,
+    on_reattach: Callable[[RunRecord, bool], None],
+    on_event: EventSink | None = None,
+) -> None:
+    """Follow in-flight launches still alive to their verdicts; abandon the rest, after stopping what is left.
+
+    The launches alive are followed at once, each over a session of its own, as the sweep ran them:
+    they hold disjoint GPUs, and one at a time would keep the others' GPUs idle through every probe.
+    """
+    cells = {c.cell_id: c for c in store.get_cells(sweep_id)}
+    alive_ones: list[tuple[Cell, str, Launch]] = []
+    for run in store.unfinished_runs(sweep_id):
+        launch = recover_launch(session, run)
+        alive = launch is not None and session.launcher.alive(launch)
+        on_reattach(run, alive)
+        if launch is not None and alive and run.cell_id in cells:
+            if run.state == "pending":  # launched, but killed before it could say so
+                store.mark_launched(
+                    run.run_id, run_dir=launch.spec.run_dir, pgid=launch.pgid, port=launch.spec.port,
+                    gpus=launch.spec.gpus,
+                )  # fmt: skip
+            alive_ones.append((cells[run.cell_id], run.run_id, launch))
+            continue
+        if launch is not None:
+            session.launcher.stop(launch, settings.deadlines.stop_grace)
+        store.discard_run(run.run_id, time.time())
+
+    def follow(item: tuple[Cell, str, Launch]) -> None:
+        own = open_session()
+        try:
+            watch_attempt(store, own, item[0], item[1], item[2], settings, on_event)
+        finally:
+            own.close()
+
+    if alive_ones:
+        with ThreadPoolExecutor(max_workers=len(alive_ones), thread_name_prefix="reattach") as pool:
+            list(pool.map(follow, alive_ones))
+
+
+def recover_launch(session: HostSession, run: RunRecord) -> Launch | None:
+    """The launch of a run as its run directory records it (pid file), or None if it never started."""
+    if not run.run_dir:
+        return None
+    spec = LaunchSpec(
+        run_id=run.run_id,
+        argv=(),
+        env={},
+        secret_names=(),
+        gpus=tuple(run.gpus),
+        port=run.port or 0,
+        run_dir=run.run_dir,
+        install=run.install,
+    )
+    return session.launcher.recover(spec)
+
+
+def our_pgids(store: Store, sweep_id: str) -> set[int]:
+    """Every process group this sweep ever launched."""
+    return {r.pgid for r in store.runs(sweep_id) if r.pgid is not None}
+
+
+def reap_orphans(store: Store, session: HostSession, sweep_id: str, grace_s: float) -> list[int]:
+    """End the groups of this sweep's finished runs that are still alive (a stop that failed); their pgids."""
+    pairs = [(r.pgid, r.run_dir) for r in store.runs(sweep_id) if r.state not in UNFINISHED_STATES and r.pgid]
+    if not pairs:
+        return []
+    words = [word for pgid, run_dir in pairs for word in (pgid, run_dir or "")]
+    out = session.transport.run(ShellCommand("sh", "-c", _OURS_ALIVE, "ours-alive", *words).raw(), timeout=60)
+    reaped = sorted({int(word) for word in out.text.split() if word.isdigit()})
+    for pgid in reaped:
+        session.transport.kill_group(pgid, grace_s)
+    return reaped
+
+
+def record_invalid(store: Store, sweep_id: str, host: str, plan: CellPlan) -> None:
+    """Record a cell preflight rejected: one finished run with the invalid verdict, never launched."""
+    run_id = new_run_id()
+    now = time.time()
+    store.create_run(
+        RunRecord(
+            run_id=run_id,
+            sweep_id=sweep_id,
+            cell_id=plan.cell.cell_id,
+            attempt=store.next_attempt(sweep_id, plan.cell.cell_id),
+            host=host,
+            started_at=now,
+            install=plan.cell.install,
+        )
+    )
+    store.finish_run(run_id, outcome=None, evidence=None, verdict=invalid_verdict(plan), timings={}, ended_at=now)
+
+
+def finished_runs(store: Store, sweep_id: str) -> dict[str, list[RunRecord]]:
+    """Cell id -> its runs that ran to a verdict, by attempt (skipped ones never ran)."""
+    by_cell: dict[str, list[RunRecord]] = {}
+    for run in sorted(store.runs(sweep_id), key=lambda r: r.attempt):
+        if run.state == "done" and run.verdict is not None and run.verdict.status is not Status.SKIPPED:
+            by_cell.setdefault(run.cell_id, []).append(run)
+    return by_cell
+
+
+def jobs_left(store: Store, sweep_id: str, preflight: Preflight, retries: int) -> list[Job]:
+    """Cells that still owe an attempt: no verdict yet (never run, abandoned, skipped), or failed with retries left."""
+    done = finished_runs(store, sweep_id)
+    jobs = []
+    for plan in preflight.valid:
+        runs = done.get(plan.cell.cell_id, [])
+        if not runs:
+            jobs.append(Job(plan, 1))
+            continue
+        last = runs[-1].verdict
+        if last is not None and last.status in (Status.FAIL, Status.INFRA) and len(runs) <= retries:
+            jobs.append(Job(plan, len(runs) + 1))
+    return jobs
