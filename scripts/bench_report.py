@@ -223,14 +223,14 @@ def _why_missed(mine: dict[str, float], ours: Ours, parts: dict[str, float]) -> 
     fixed = (sweep.wall_s - (max(r.ended_at or 0 for r in sweep.runs) - min(r.started_at for r in sweep.runs))) / cells
     load = os.getloadavg()[0]
     notes = {
-        "sweep_overhead_ratio": f"= 1 + overhead / intrinsic per cell = 1 + {per_cell:.2f} / {mean_cell:.2f}. At "
+        "sweep_overhead_ratio": f"is 1 + overhead / intrinsic per cell = 1 + {per_cell:.2f} / {mean_cell:.2f}. At "
         f"{per_cell:.2f} s per cell, 1.03 needs cells of >= {per_cell / 0.03:.0f} s intrinsic, a 24-cell sweep of "
         f">= {24 * per_cell / 0.03 / 60:.0f} min: past this bench's 5-minute budget. A real launch of the 400B model "
         f"takes minutes: at 300 s per cell the same overhead gives {1 + per_cell / 300:.3f}.",
         "sweep_overhead_per_cell_s": f"of the {per_cell:.2f} s, about {sim:.2f} s is the simulated server's own "
         "Python start and bring-up (interpreter and imports, ranks, HTTP server; a real SGLang spends that inside its "
-        f"own startup), {sweep.overflows} accept-queue overflows cost ~{sweep.overflows / cells:.2f} s (1 s each, "
-        f"spread over {cells} cells), the sweep's fixed costs (command start, preflight, table) {fixed:.2f}; the "
+        f"own startup), accept-queue overflows ({sweep.overflows}, 1 s each) ~{sweep.overflows / cells:.2f} s, the "
+        f"sweep's fixed costs (command start, preflight, table) {fixed:.2f} s; the "
         f"orchestrator's own per-cell parts (above, medians) add up to {ours_parts:.2f} s. This machine has 2 cores, "
         f"shared with other work: load average {load:.1f} now.",
         "packing_speedup_tp2": "the four launches of a round share this machine's 2 cores (four simulated "
@@ -244,7 +244,7 @@ def _why_missed(mine: dict[str, float], ours: Ours, parts: dict[str, float]) -> 
         "crash_to_verdict_median_s": "the stop, the last log bytes and one nvidia-smi after the death waited for a "
         f"core (load average {load:.1f} now).",
     }
-    missed = [f"- {name} {text}" for name, text in notes.items() if not _met(name, mine[name])]
+    missed = [f"- {name}: {text}" for name, text in notes.items() if not _met(name, mine[name])]
     if missed:
         print("\n== goals missed, and why")
         print("\n".join(missed))

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 GPU_QUERY = "nvidia-smi --query-gpu=index,uuid,memory.used,memory.total --format=csv,noheader,nounits"
 GPU_APPS_QUERY = "nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader,nounits"
-DRIVER_QUERY = "nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader"
 
 
 @dataclass(frozen=True)

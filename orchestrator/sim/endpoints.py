@@ -44,6 +44,10 @@ class Api:
 class HttpServer(ThreadingHTTPServer):
     """The stdlib threading server, quiet about clients that hang up (uvicorn logs nothing for them either)."""
 
+    # Python's default backlog of 5 overflows under the 8 concurrent probe requests (the client then
+    # retries its SYN a second later); uvicorn listens with 2048.
+    request_queue_size = 128
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Print unexpected handler errors as socketserver does, but not dropped connections."""
         if not isinstance(sys.exc_info()[1], ConnectionError):

@@ -45,6 +45,8 @@ class SweepProgress:
         self.console = console
         self.total = total
         self.done = 0
+        self.invalid = 0
+        self.latest: dict[str, str] = {}
         self.counts: Counter[str] = Counter()
         self.durations: list[float] = []
         self.in_flight: dict[str, _InFlight] = {}
@@ -66,8 +68,10 @@ class SweepProgress:
         """Preflight is done: the cells to run are known."""
         with self._lock:
             self.total = len(preflight.plans)
-            self.done = len(preflight.invalid)
-            self.counts[Status.INVALID.value] += len(preflight.invalid)
+            self.invalid = len(preflight.invalid)
+            self.done = self.invalid + len(self.latest)
+            if self.invalid:
+                self.counts[Status.INVALID.value] = self.invalid
         self.console.print(
             f"preflight {preflight.seconds:.1f}s: {len(preflight.valid)} cells to launch, "
             f"{len(preflight.invalid)} invalid; " + ", ".join(f"{k} {v}" for k, v in preflight.versions.items() if v)
@@ -92,8 +96,12 @@ class SweepProgress:
             took = time.monotonic() - entry.started if entry else 0.0
             if entry:
                 self.durations.append(took)
-            self.done += 1
-            self.counts[verdict.status.value] += 1
+            # A retried cell counts once, with the status of its latest attempt.
+            self.latest[result.cell.cell_id] = verdict.status.value
+            self.done = self.invalid + len(self.latest)
+            self.counts = Counter(self.latest.values())
+            if self.invalid:
+                self.counts[Status.INVALID.value] += self.invalid
         style = STATUS_STYLE.get(verdict.status, "")
         why = f" at {verdict.phase.value}" if verdict.phase and verdict.status is not Status.PASS else ""
         cause = f" {verdict.category.value}" if verdict.status is not Status.PASS else ""
