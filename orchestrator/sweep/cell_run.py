@@ -78,6 +78,25 @@ def infra_verdict(exc: BaseException, phase: Phase | None = None) -> Verdict:
     return Verdict(Status.INFRA, phase, Category.UNKNOWN, None, reason=f"{type(exc).__name__}: {exc}")
 
 
+def record_unlaunched(store: Store, sweep_id: str, host: str, cell: Cell, verdict: Verdict) -> str:
+    """Record a verdict reached without a launch (invalid, skipped, GPUs held): one finished run row."""
+    run_id = new_run_id()
+    now = time.time()
+    store.create_run(
+        RunRecord(
+            run_id=run_id,
+            sweep_id=sweep_id,
+            cell_id=cell.cell_id,
+            attempt=store.next_attempt(sweep_id, cell.cell_id),
+            host=host,
+            started_at=now,
+            install=cell.install,
+        )
+    )
+    store.finish_run(run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=now)
+    return run_id
+
+
 def run_attempt(
     store: Store,
     session: HostSession,

@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status
-from orchestrator.store.records import UNFINISHED_STATES, RunRecord, new_run_id
+from orchestrator.store.records import UNFINISHED_STATES, RunRecord
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep.cell_run import watch_attempt
+from orchestrator.sweep.cell_run import record_unlaunched, watch_attempt
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.plan import CellPlan
 from orchestrator.sweep.preflight import Preflight, invalid_verdict
@@ -118,20 +118,7 @@ def reap_orphans(store: Store, session: HostSession, sweep_id: str, grace_s: flo
 
 def record_invalid(store: Store, sweep_id: str, host: str, plan: CellPlan) -> None:
     """Record a cell preflight rejected: one finished run with the invalid verdict, never launched."""
-    run_id = new_run_id()
-    now = time.time()
-    store.create_run(
-        RunRecord(
-            run_id=run_id,
-            sweep_id=sweep_id,
-            cell_id=plan.cell.cell_id,
-            attempt=store.next_attempt(sweep_id, plan.cell.cell_id),
-            host=host,
-            started_at=now,
-            install=plan.cell.install,
-        )
-    )
-    store.finish_run(run_id, outcome=None, evidence=None, verdict=invalid_verdict(plan), timings={}, ended_at=now)
+    record_unlaunched(store, sweep_id, host, plan.cell, invalid_verdict(plan))
 
 
 def finished_runs(store: Store, sweep_id: str) -> dict[str, list[RunRecord]]:

@@ -19,9 +19,8 @@ from orchestrator.config.model import Matrix
 from orchestrator.host.facts import GpuHolder
 from orchestrator.host.session import HostSession
 from orchestrator.model import Category, Cell, Phase, Status, Verdict
-from orchestrator.store.records import RunRecord, new_run_id
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep.cell_run import AttemptResult, Slot, run_attempt
+from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched, run_attempt
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.plan import CellPlan, GpuPool
 from orchestrator.sweep.preflight import describe_holders
@@ -210,19 +209,7 @@ class Scheduler:
             self._record_unlaunched(job, verdict)
 
     def _record_unlaunched(self, job: Job, verdict: Verdict) -> None:
-        run_id = new_run_id()
-        self.store.create_run(
-            RunRecord(
-                run_id=run_id,
-                sweep_id=self.sweep_id,
-                cell_id=job.plan.cell.cell_id,
-                attempt=self.store.next_attempt(self.sweep_id, job.plan.cell.cell_id),
-                host=self.main.config.name,
-                started_at=time.time(),
-                install=job.plan.cell.install,
-            )
-        )
-        self.store.finish_run(run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
+        run_id = record_unlaunched(self.store, self.sweep_id, self.main.config.name, job.plan.cell, verdict)
         if self.on_result:
             self.on_result(AttemptResult(job.plan.cell, run_id, verdict, Slot((), 0), True))
 
