@@ -24,6 +24,7 @@ from orchestrator.config.model import effective_deadlines
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.runner import SweepHooks, SweepOptions, start_sweep
+from tests import simhost
 from tests.paths import REPO
 from tests.sshd_host import SshdHost
 
@@ -63,25 +64,10 @@ def write_hosts(
     **extra: Any,
 ) -> Path:
     """A hosts.yaml with one simulated host `faulthost` (over the loopback sshd when given); `extra` adds keys."""
-    entry: dict[str, Any] = {
-        "scenario": str(scenario),
-        "gpus": gpus,
-        "workdir": str(workdir),
-        "port_base": port_base(),
-        "deadlines": FAST,
-    }
-    if sshd is not None:
-        entry.update(
-            ssh=f"{sshd.user}@127.0.0.1:{sshd.port}",
-            identity_file=str(sshd.client_key),
-            known_hosts=str(sshd.known_hosts),
-            launcher=f"{sys.executable} -m orchestrator.sim",
-        )
-    else:
-        entry["transport"] = "sim"
-    entry.update(extra)
-    path.write_text(yaml.safe_dump({HOST: entry}, sort_keys=False, allow_unicode=True))
-    return path
+    return simhost.write_hosts(
+        path, workdir, scenario=scenario, sshd=sshd, gpus=gpus, deadlines=FAST, name=HOST,
+        port_base=port_base(), **extra,
+    )  # fmt: skip
 
 
 def write_matrix(path: Path, **doc: Any) -> Path:
@@ -94,10 +80,7 @@ def cli(
     *args: str, db: Path, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """Run the CLI in a child process, as a user does."""
-    full = {**os.environ, "ORCHESTRATOR_DB": str(db), "COLUMNS": "200", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args], capture_output=True, text=True, timeout=timeout, env=full,
-    )  # fmt: skip
+    return simhost.orchestrator(*args, db=db, env=env, timeout=timeout)
 
 
 def run_sweep(

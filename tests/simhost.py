@@ -36,8 +36,13 @@ def write_hosts(
     env: dict[str, Any] | None = None,
     deadlines: dict[str, str] | None = None,
     gpus: int = 8,
+    name: str = "simhost",
+    **extra: Any,
 ) -> Path:
-    """A hosts.yaml with one host `simhost`: the simulated SGLang host, over SSH when `sshd` is given."""
+    """A hosts.yaml with one host (`simhost`): the simulated SGLang host, over SSH when `sshd` is given.
+
+    `extra` adds or replaces keys of the entry.
+    """
     entry: dict[str, Any] = {
         "scenario": str(scenario),
         "gpus": gpus,
@@ -57,7 +62,8 @@ def write_hosts(
         entry["transport"] = "sim"
     if env:
         entry["env"] = env
-    path.write_text(yaml.safe_dump({"simhost": entry}, sort_keys=False))
+    entry.update(extra)
+    path.write_text(yaml.safe_dump({name: entry}, sort_keys=False, allow_unicode=True))
     return path
 
 
