@@ -17,7 +17,7 @@ from bench_env import REPO, BenchEnv, listen_overflows
 from orchestrator.classify.verdict import classify
 from orchestrator.harvest.evidence import EvidenceBuilder
 from orchestrator.harvest.fetch import harvest_huge
-from orchestrator.harvest.markers import HOST_GREP_REGEX
+from orchestrator.harvest.needles import HOST_GREP_REGEX
 from orchestrator.model import Verdict
 from orchestrator.store.records import RunRecord
 from orchestrator.store.sqlite import Store

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.classify.signatures import BY_ID, SIGNATURES
 from orchestrator.classify.verdict import classify, root_cause
 from orchestrator.harvest.evidence import extract_evidence
+from orchestrator.knowledge.signatures import BY_ID, SIGNATURES
 from orchestrator.model import Category, Phase, Status
 
 C = Category
@@ -26,7 +26,7 @@ def test_rows_are_unique_and_carry_a_needle_of_their_example() -> None:
 
 @pytest.mark.parametrize("sig", [s for s in SIGNATURES if s.context is None], ids=lambda s: s.id)
 def test_each_row_classifies_its_example(sig: object) -> None:
-    from orchestrator.classify.patterns import Signature
+    from orchestrator.knowledge.patterns import Signature
 
     assert isinstance(sig, Signature)
     cause = root_cause(extract_evidence([sig.example]))
@@ -36,7 +36,7 @@ def test_each_row_classifies_its_example(sig: object) -> None:
 
 @pytest.mark.parametrize("sig", [s for s in SIGNATURES if s.context is not None], ids=lambda s: s.id)
 def test_context_rows_need_their_traceback(sig: object) -> None:
-    from orchestrator.classify.patterns import Signature
+    from orchestrator.knowledge.patterns import Signature
 
     assert isinstance(sig, Signature)
     bare = root_cause(extract_evidence([sig.example]))

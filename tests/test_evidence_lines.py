@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.harvest.lines import EXCEPTION_START_RE, looks_like_exception, parse, strip_ansi, ts_key
+from orchestrator.knowledge.lines import EXCEPTION_START_RE, looks_like_exception, parse, strip_ansi, ts_key
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,12 @@ import subprocess
 
 import pytest
 
-from orchestrator.classify.signatures import SIGNATURES
 from orchestrator.harvest.evidence import EvidenceBuilder
-from orchestrator.harvest.markers import HOST_GREP_REGEX, MARKERS, is_fatal_line, phase_of_line
+from orchestrator.harvest.needles import HOST_GREP_REGEX
 from orchestrator.harvest.prefilter import PREFILTER, Prefilter
+from orchestrator.knowledge.fatal import is_fatal_line
+from orchestrator.knowledge.markers import MARKERS, phase_of_line
+from orchestrator.knowledge.signatures import SIGNATURES
 from orchestrator.model import Phase
 from tests.paths import CRASH_LOGS
 

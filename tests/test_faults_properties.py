@@ -27,7 +27,9 @@ from orchestrator.config.yamlpos import parse_yaml
 from orchestrator.errors import ConfigError
 from orchestrator.harvest.evidence import EvidenceBuilder
 from orchestrator.harvest.fetch import LogTail, _parse_grep, harvest_huge
-from orchestrator.harvest.markers import HOST_GREP_REGEX, is_fatal_line, phase_of_line
+from orchestrator.harvest.needles import HOST_GREP_REGEX
+from orchestrator.knowledge.fatal import is_fatal_line
+from orchestrator.knowledge.markers import phase_of_line
 from orchestrator.matrix.expand import expand
 from orchestrator.model import Category, FlagValue, Phase, ProbeOutcome, ProbeResult, Status
 from orchestrator.store.secrets import scrub

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.harvest.lines import FRAME_RE
 from orchestrator.harvest.records import Evidence, Hit, TracebackRecord
+from orchestrator.knowledge.lines import FRAME_RE
 from orchestrator.model import Phase
 
 NEAR_LINES = 50

@@ -17,12 +17,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from orchestrator.classify.patterns import Signature
 from orchestrator.classify.phase import frame_phase, traceback_of
-from orchestrator.classify.signatures import BY_ID
-from orchestrator.harvest.lines import parse, strip_ansi, ts_key
-from orchestrator.harvest.markers import READY_MARKER, UVICORN_MARKER
 from orchestrator.harvest.records import Evidence, Hit, LogLine
+from orchestrator.knowledge.lines import parse, strip_ansi, ts_key
+from orchestrator.knowledge.markers import READY_MARKER, UVICORN_MARKER
+from orchestrator.knowledge.patterns import Signature
+from orchestrator.knowledge.signatures import BY_ID
 from orchestrator.model import Category, Phase, ProbeOutcome, ProbeResult, Status, Verdict
 
 _OTHER_HOLDER = re.compile(r"Process \d+ has ([\d.]+) ([KMGT]i?B) memory in use")

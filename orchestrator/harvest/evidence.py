@@ -12,15 +12,18 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
-from orchestrator.classify.patterns import Signature
-from orchestrator.classify.signatures import SIGNATURES
-from orchestrator.harvest import autos, kinds
-from orchestrator.harvest.lines import EXCEPTION_START_RE, Parsed, parse, strip_ansi, ts_key
-from orchestrator.harvest.markers import MarkerSpec, is_fatal_line, marker_of_line
+from orchestrator.harvest import autos
 from orchestrator.harvest.prefilter import PREFILTER
 from orchestrator.harvest.records import Evidence, Hit, LogLine, MarkerSeen
 from orchestrator.harvest.tally import HitTally, MarkerTally, MessageTally
 from orchestrator.harvest.tracebacks import OpenTraceback, TracebackAssembler
+from orchestrator.knowledge import kinds
+from orchestrator.knowledge.benign import is_benign
+from orchestrator.knowledge.fatal import QUIET_LEVELS, fatal_rows
+from orchestrator.knowledge.lines import EXCEPTION_START_RE, Parsed, parse, strip_ansi, ts_key
+from orchestrator.knowledge.markers import MarkerSpec, marker_of_line
+from orchestrator.knowledge.patterns import Signature
+from orchestrator.knowledge.signatures import SIGNATURES
 from orchestrator.model import Category, Phase
 
 __all__ = ["Evidence", "EvidenceBuilder", "extract_evidence"]
@@ -33,8 +36,6 @@ TAIL_LINES = 20
 _TAIL_BYTES = 16 << 10
 _CACHE = 4096
 _BATCH = 1 << 20
-ERROR_SPECIFICITY = 10
-"""Signatures above this make a line an error line (a bare `Traceback (most recent call last):` does not)."""
 
 
 class EvidenceBuilder:
@@ -177,11 +178,12 @@ class EvidenceBuilder:
             self._deprecations.add(message, message, line)
             if not warning:
                 self._warnings.add(message, message, line)
-        fatal = is_fatal_line(clean)
+        indented = p.body[:1] in (" ", "\t")
+        fatal = bool(fatal_rows(message, warning=warning, indented=indented, level=p.level))
         if fatal and self._fatal is None:
             self._fatal = line
-        indented = p.body[:1] in (" ", "\t")
-        if not warning and not indented and (kinds.is_error(p, message) or fatal or any(_is_cause(r) for r in rows)):
+        if fatal or (not warning and not indented and kinds.is_error(p, message) and p.level not in QUIET_LEVELS
+                     and not is_benign(message)):
             self._error(message, line)
         cuda_key = kinds.cuda_error_key(message)
         if cuda_key is not None:
@@ -278,10 +280,6 @@ class EvidenceBuilder:
             hits=hits,
             tail=tail,
         )
-
-
-def _is_cause(row: Signature) -> bool:
-    return not row.generic and row.specificity > ERROR_SPECIFICITY
 
 
 def extract_evidence(lines: Iterable[str | bytes]) -> Evidence:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from orchestrator.harvest.markers import NEEDLES
+from orchestrator.harvest.needles import NEEDLES
 
 LOWER: tuple[str, ...] = ("error", "fail", "fatal", "timeout", "deprecat", "signal", "version")
 """The lower-case literals worth one pass over the whole log each."""

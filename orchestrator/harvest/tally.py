@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orchestrator.harvest.markers import MarkerSpec
 from orchestrator.harvest.records import Counted, LogLine
 from orchestrator.harvest.tracebacks import OpenTraceback
+from orchestrator.knowledge.markers import MarkerSpec
 from orchestrator.model import Phase
 
 MAX_DISTINCT = 200

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orchestrator.harvest.lines import FRAME_RE, Parsed, looks_like_exception
 from orchestrator.harvest.records import LogLine, TracebackRecord
+from orchestrator.knowledge.lines import FRAME_RE, Parsed, looks_like_exception
 from orchestrator.model import Phase
 
 MAX_TRACEBACKS = 32

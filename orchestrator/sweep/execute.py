@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from orchestrator.classify.verdict import classify
 from orchestrator.harvest.evidence import Evidence, EvidenceBuilder
 from orchestrator.harvest.fetch import LogTail, harvest_huge
-from orchestrator.harvest.markers import HOST_GREP_REGEX, is_fatal_line, phase_of_line
+from orchestrator.harvest.needles import HOST_GREP_REGEX
 from orchestrator.host.facts import GpuHolder
 from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
+from orchestrator.knowledge.fatal import is_fatal_line
+from orchestrator.knowledge.markers import phase_of_line
 from orchestrator.model import Phase, ProbeOutcome, ProbeResult, Verdict
 from orchestrator.probe.client import ProbeClient
 from orchestrator.probe.decode import run_probes

@@ -10,7 +10,7 @@ Patterns are searched in a line's message, with its timestamp/rank/level prefix 
 
 from __future__ import annotations
 
-from orchestrator.classify.patterns import Signature, sig
+from orchestrator.knowledge.patterns import Signature, sig
 from orchestrator.model import Category as C
 from orchestrator.model import Phase as P
 

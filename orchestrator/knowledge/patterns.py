@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 
 from orchestrator.model import Category, Phase
 
+FAILURE_SPECIFICITY = 10
+"""Rows above this state a failure; below it only the traceback header, which a failing line follows."""
+
 
 @dataclass(frozen=True)
 class Signature:
@@ -36,6 +39,11 @@ class Signature:
     def __post_init__(self) -> None:
         object.__setattr__(self, "regex", re.compile(self.pattern))
         object.__setattr__(self, "context_regex", re.compile(self.context) if self.context else None)
+
+    @property
+    def states_failure(self) -> bool:
+        """Whether a line matching this row says something failed (all but the bare traceback header)."""
+        return self.generic or self.specificity > FAILURE_SPECIFICITY
 
     def matches(self, message: str) -> bool:
         """Whether a line's message (prefix stripped) carries this signature."""

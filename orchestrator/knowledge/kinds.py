@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from orchestrator.harvest.lines import EXCEPTION_START_RE, Parsed
+from orchestrator.knowledge.lines import EXCEPTION_START_RE, Parsed
 
 ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL"})
 
