@@ -1,0 +1,50 @@
+"""Pure: which strategy a sweep uses by default, and what its launches will cost in wall time."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import median
+from typing import Literal
+
+Strategy = Literal["full", "pairwise", "adaptive"]
+FULL_UP_TO = 64
+"""Matrices up to this many cells run whole by default; larger ones adaptively."""
+DEFAULT_MAX_HOURS = 12.0
+
+
+def default_strategy(matrix_cells: int) -> Strategy:
+    """`full` up to FULL_UP_TO cells, `adaptive` above."""
+    return "full" if matrix_cells <= FULL_UP_TO else "adaptive"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The cells a sweep will launch and how long they will take, with where the per-cell figure came from."""
+
+    cells: int
+    per_cell_s: float
+    source: str
+    """`past runs (N)` or `deadlines`."""
+    parallel: int = 1
+
+    @property
+    def hours(self) -> float:
+        """Estimated wall time in hours."""
+        return self.cells * self.per_cell_s / max(1, self.parallel) / 3600
+
+    def text(self) -> str:
+        """`30 cells, about 2.5 h (from past runs (12))`."""
+        return f"{self.cells} cells, about {self.hours:.1f} h (per cell {self.per_cell_s:.0f} s, from {self.source})"
+
+
+def estimate(cells: int, past_durations_s: Sequence[float], deadlines_s: float, parallel: int = 1) -> Estimate:
+    """Median of past runs of the same host and model when there are any, else the sum of the phase deadlines."""
+    if past_durations_s:
+        return Estimate(cells, float(median(past_durations_s)), f"past runs ({len(past_durations_s)})", parallel)
+    return Estimate(cells, float(deadlines_s), "deadlines", parallel)
+
+
+def needs_confirmation(estimate_: Estimate, max_hours: float = DEFAULT_MAX_HOURS) -> bool:
+    """Whether the estimate exceeds the user's limit."""
+    return estimate_.hours > max_hours

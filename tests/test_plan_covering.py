@@ -1,0 +1,76 @@
+"""The pairwise covering subset: every coverable pair covered, only valid cells, prior runs count."""
+
+from __future__ import annotations
+
+from itertools import product
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orchestrator.matrix.cost import default_strategy, estimate, needs_confirmation
+from orchestrator.matrix.covering import covering_cells, pairs_of
+
+AXES = {
+    "a": ["1", "2", "3"],
+    "b": ["x", "y", "z"],
+    "c": ["p", "q", "r", "s"],
+    "d": ["u", "v", "w"],
+    "e": ["m", "n", "o"],
+    "f": ["g", "h"],
+}
+
+
+def _cells(axes: dict[str, list[str]]) -> list[dict[str, str]]:
+    return [dict(zip(axes, v, strict=True)) for v in product(*axes.values())]
+
+
+def _covers(axes: dict[str, list[str]], valid: list[dict[str, str]], chosen: list[int]) -> bool:
+    need = set().union(*(pairs_of(c, list(axes)) for c in valid))
+    got = set().union(*(pairs_of(valid[i], list(axes)) for i in chosen)) if chosen else set()
+    return need <= got
+
+
+def test_648_cells_are_covered_by_a_few_dozen() -> None:
+    cells = _cells(AXES)
+    chosen = covering_cells(AXES, cells)
+    assert len(cells) == 648
+    assert 12 <= len(chosen) <= 40
+    assert len(set(chosen)) == len(chosen)
+    assert _covers(AXES, cells, chosen)
+
+
+def test_excluded_and_rejected_cells_are_never_chosen() -> None:
+    cells = [c for c in _cells(AXES) if not (c["a"] == "1" and c["b"] == "x") and c["c"] != "s"]
+    chosen = covering_cells(AXES, cells)
+    assert _covers(AXES, cells, chosen)
+    assert all(not (cells[i]["a"] == "1" and cells[i]["b"] == "x") for i in chosen)
+
+
+def test_cells_already_run_count_as_covered() -> None:
+    cells = _cells(AXES)
+    first = [cells[i] for i in covering_cells(AXES, cells)]
+    assert covering_cells(AXES, cells, already_run=first) == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 3), min_size=1, max_size=4),
+    drop=st.sets(st.integers(0, 80), max_size=20),
+)
+def test_any_valid_subset_is_covered(sizes: list[int], drop: set[int]) -> None:
+    axes = {f"k{i}": [f"v{j}" for j in range(n)] for i, n in enumerate(sizes)}
+    cells = [c for i, c in enumerate(_cells(axes)) if i not in drop]
+    chosen = covering_cells(axes, cells)
+    assert all(0 <= i < len(cells) for i in chosen)
+    if len(axes) >= 2 and cells:
+        assert _covers(axes, cells, chosen)
+
+
+def test_default_strategy_and_estimate() -> None:
+    assert default_strategy(64) == "full"
+    assert default_strategy(65) == "adaptive"
+    past = estimate(10, [600.0, 500.0, 700.0], deadlines_s=9999)
+    assert past.per_cell_s == 600.0 and "past runs (3)" in past.text()
+    cold = estimate(100, [], deadlines_s=3600)
+    assert cold.source == "deadlines" and cold.hours == 100
+    assert needs_confirmation(cold, 12) and not needs_confirmation(past, 12)
