@@ -1,0 +1,117 @@
+"""Pure adaptive fault localisation: which single values and value pairs can still cause each failure.
+
+A candidate cause of category C is one value (`a=x`) or a pair of values (`a=x, b=y`). It survives
+while it is held by some cell that failed with C and by no cell that passed (a pass clears every
+candidate it holds); a pair is set aside while one of its values survives on its own. A failing
+cell needs at least one cause, so a candidate that is the only survivor in some failing cell is
+`confirmed`. The next cells to launch change one suspected value of a failing cell at a time, to a
+value that introduces no new suspects where one exists, keeping the rest as they were: a pass
+clears what it holds, a failure is a smaller failing cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+Cause = frozenset[tuple[str, str]]
+PASS = "pass"
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One cell with a verdict: its axis values and `pass`, a failure category, or `other` (no evidence)."""
+
+    values: Mapping[str, str]
+    outcome: str
+
+
+def causes_in(values: Mapping[str, str], axes: Sequence[str]) -> set[Cause]:
+    """Every single value and value pair the cell holds."""
+    items = [(name, values[name]) for name in axes if name in values]
+    return {frozenset([i]) for i in items} | {frozenset(p) for p in combinations(items, 2)}
+
+
+def _alive(values: Mapping[str, str], axes: Sequence[str], cleared: set[Cause]) -> set[Cause]:
+    """The cell's surviving causes; a pair is left out while one of its values survives alone (parsimony)."""
+    alive = causes_in(values, axes) - cleared
+    singles = {item for c in alive if len(c) == 1 for item in c}
+    return {c for c in alive if len(c) == 1 or not (c & singles)}
+
+
+def _cleared(observed: Sequence[Observed], axes: Sequence[str]) -> set[Cause]:
+    out: set[Cause] = set()
+    for o in observed:
+        if o.outcome == PASS:
+            out |= causes_in(o.values, axes)
+    return out
+
+
+def _failing(observed: Sequence[Observed]) -> dict[str, list[Observed]]:
+    groups: dict[str, list[Observed]] = {}
+    for o in observed:
+        if o.outcome not in (PASS, "other"):
+            groups.setdefault(o.outcome, []).append(o)
+    return groups
+
+
+def candidates(observed: Sequence[Observed], axes: Sequence[str]) -> dict[str, set[Cause]]:
+    """Category -> the causes held by one of its failing cells and by no passing cell."""
+    cleared = _cleared(observed, axes)
+    return {
+        cat: set().union(*(_alive(o.values, axes, cleared) for o in cells))
+        for cat, cells in _failing(observed).items()
+    }
+
+
+def confirmed(observed: Sequence[Observed], axes: Sequence[str]) -> dict[str, set[Cause]]:
+    """Category -> the causes that are the only survivor in one of its failing cells."""
+    cleared = _cleared(observed, axes)
+    found: dict[str, set[Cause]] = {}
+    for cat, cells in _failing(observed).items():
+        for cell in cells:
+            alive = _alive(cell.values, axes, cleared)
+            if len(alive) == 1:
+                found.setdefault(cat, set()).update(alive)
+    return found
+
+
+def next_cells(
+    axes: Mapping[str, Sequence[str]], valid: Sequence[Mapping[str, str]], observed: Sequence[Observed]
+) -> list[int]:
+    """Indices into `valid` to launch next (one per category still unexplained); [] when done or stuck."""
+    names = list(axes)
+    cleared = _cleared(observed, names)
+    done = {tuple(o.values.get(n) for n in names) for o in observed}
+    index = {tuple(c.get(n) for n in names): i for i, c in enumerate(valid)}
+    sure = confirmed(observed, names)
+    picked: list[int] = []
+    for cat, cells in sorted(_failing(observed).items()):
+        open_cells = []
+        for cell in cells:
+            alive = _alive(cell.values, names, cleared)
+            if alive and not any(c <= frozenset(cell.values.items()) for c in sure.get(cat, ())):
+                open_cells.append((len(alive), sorted(map(sorted, alive)), cell, alive))
+        best: tuple[tuple[int, int, int, int], int] | None = None
+        for _, _, cell, alive in sorted(open_cells, key=lambda t: (t[0], t[1])):
+            for position, name in enumerate(names):
+                for order, value in enumerate(axes[name]):
+                    if value == cell.values.get(name):
+                        continue
+                    key = tuple(value if n == name else cell.values.get(n) for n in names)
+                    i = index.get(key)
+                    if i is None or key in done or i in picked:
+                        continue
+                    held = _alive(valid[i], names, cleared)
+                    split = len(alive & held)
+                    if split == len(alive):
+                        continue
+                    score = (len(held - alive), -min(split, len(alive) - split), position, order)
+                    if best is None or score < best[0]:
+                        best = (score, i)
+            if best is not None:
+                break
+        if best is not None:
+            picked.append(best[1])
+    return picked
