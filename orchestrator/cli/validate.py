@@ -19,6 +19,7 @@ from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help
 from orchestrator.sweep.plan import CellPlan, plan_cells
 from orchestrator.sweep.preflight import run_preflight
+from orchestrator.sweep.strategy import cost_line
 
 
 @app.command()
@@ -64,6 +65,7 @@ def validate(
         table.add_row(plan.cell.cell_id, Text(plan.cell.label), check)
     console.print(table)
     console.print(f"{len(plans) - len(invalid)} valid, {len(invalid)} invalid")
+    console.print(cost_line(len(plans), [p.cell for p in plans if p.ok], matrix.deadlines))
     if strict and invalid:
         raise typer.Exit(1)
 
