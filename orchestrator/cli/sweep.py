@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -28,6 +29,9 @@ def sweep(
     serial: Annotated[bool, typer.Option(help="One launch at a time (no GPU packing).")] = False,
     json_out: Annotated[Path | None, typer.Option(help="Also write the table as JSON here.")] = None,
     hosts_file: Annotated[Path | None, typer.Option("--hosts", help="Hosts inventory.")] = None,
+    strategy: Annotated[
+        Literal["full", "pairwise"], typer.Option(help="full: every cell; pairwise: a covering array of value pairs.")
+    ] = "full",
 ) -> None:
     """Run every cell of a matrix on a host and print the pass/fail table."""
     console = make_console()
@@ -39,6 +43,7 @@ def sweep(
             settings=RunSettings(effective_deadlines(host_config, matrix), matrix.probes),
             retries=matrix.retries,
             on_infra=matrix.on_infra,
+            strategy=strategy,
         )
         with open_store(db) as store, SweepProgress(console) as progress:
             hooks = SweepHooks(
@@ -58,9 +63,19 @@ def sweep(
             results = store.cell_results(sweep_id, matrix.retries)
         console.print(term_table(results, record))
         console.print(summary_line(results))
+        matrix_cells = int(record.settings.get("matrix_cells", len(results)))
+        used = str(record.settings.get("strategy", "full"))
+        if matrix_cells > len(results):
+            console.print(
+                f"strategy {used}: {matrix_cells - len(results)} of {matrix_cells} cells not run "
+                "(their value pairs are covered by the cells that ran; --strategy full runs them)"
+            )
         console.print(f"sweep {sweep_id} · orchestrator table {sweep_id} · orchestrator explain {sweep_id}")
         if json_out:
-            json_out.write_text(render("json", results, record))
+            data = json.loads(render("json", results, record))
+            if isinstance(data, dict):
+                data.update(strategy=used, matrix_cells=matrix_cells)
+            json_out.write_text(json.dumps(data, indent=2) + "\n")
     if record.status == "interrupted":
         skipped = sum(1 for r in results if r.status is Status.SKIPPED)
         typer.echo(

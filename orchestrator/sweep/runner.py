@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from orchestrator.config.model import HostConfig, Matrix, OnInfra
 from orchestrator.host.lock import HostLock
 from orchestrator.host.session import HostSession
+from orchestrator.matrix.cost import Strategy
 from orchestrator.matrix.expand import expand
 from orchestrator.model import Cell, Phase
 from orchestrator.store.records import RunRecord, SweepRecord, new_sweep_id
@@ -33,6 +34,7 @@ from orchestrator.sweep.recover import (
     settle_in_flight,
 )
 from orchestrator.sweep.scheduler import Job, Scheduler
+from orchestrator.sweep.strategy import starting_cells
 
 EventSink = Callable[[Cell, str, Phase | None], None]
 
@@ -56,6 +58,8 @@ class SweepOptions:
     retries: int = 0
     on_infra: OnInfra = "continue"
     """After an infra verdict (host or orchestrator failed): go on, or stop and skip the cells left."""
+    strategy: Strategy = "full"
+    """`full`: every cell; `pairwise`: a strength-2 covering subset of the valid cells (the rest not run)."""
 
 
 def sweep_settings(matrix: Matrix, host: HostConfig, options: SweepOptions, scenario: str | None) -> dict[str, Any]:
@@ -68,6 +72,7 @@ def sweep_settings(matrix: Matrix, host: HostConfig, options: SweepOptions, scen
         "on_infra": options.on_infra,
         "host": host.to_dict(),
         "scenario": scenario,
+        "strategy": options.strategy,
     }
 
 
@@ -88,6 +93,8 @@ def start_sweep(
         lock.acquire()
         try:
             preflight = run_preflight(session, cells)
+            settings = sweep_settings(matrix, host, options, host.scenario) | {"matrix_cells": len(cells)}
+            cells, preflight = _chosen(cells, preflight, options.strategy)
             hooks.on_plan(preflight)
             store.create_sweep(
                 SweepRecord(
@@ -99,7 +106,7 @@ def start_sweep(
                     started_at=time.time(),
                     host_facts=preflight.host_facts,
                     versions=preflight.versions,
-                    settings=sweep_settings(matrix, host, options, host.scenario),
+                    settings=settings,
                 )
             )
             store.save_cells(sweep_id, cells)
@@ -149,6 +156,14 @@ def resume_sweep(
         return sweep_id
     finally:
         session.close()
+
+
+def _chosen(cells: list[Cell], preflight: Preflight, strategy: Strategy) -> tuple[list[Cell], Preflight]:
+    """The cells the strategy runs (every one rejected by preflight is kept: it costs nothing), in matrix order."""
+    keep = {c.cell_id for c in starting_cells(strategy, [p.cell for p in preflight.valid])}
+    keep |= {p.cell.cell_id for p in preflight.invalid}
+    plans = [p for p in preflight.plans if p.cell.cell_id in keep]
+    return [c for c in cells if c.cell_id in keep], replace(preflight, plans=plans)
 
 
 def _run_jobs(
