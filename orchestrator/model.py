@@ -181,6 +181,8 @@ class Verdict:
     root_cause_line: str | None = None
     reason: str = ""
     failed_probe: str | None = None
+    evidence: dict[str, Any] | None = field(default=None, compare=False)
+    """Why the category: the rule that decided, the exception type and frame it read, a close runner-up."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""
@@ -191,6 +193,7 @@ class Verdict:
             "root_cause_line": self.root_cause_line,
             "reason": self.reason,
             "failed_probe": self.failed_probe,
+            "evidence": self.evidence,
         }
 
     @classmethod
@@ -203,6 +206,7 @@ class Verdict:
             root_cause_line=data.get("root_cause_line"),
             reason=data.get("reason", ""),
             failed_probe=data.get("failed_probe"),
+            evidence=data.get("evidence"),
         )
 
 

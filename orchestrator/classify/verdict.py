@@ -15,14 +15,15 @@ is not a cause. Two rules refine the category beyond the table:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
-from orchestrator.classify.phase import frame_phase, traceback_of
-from orchestrator.harvest.records import Evidence, Hit, LogLine
+from orchestrator.classify.candidates import Candidate, candidates
+from orchestrator.classify.phase import frame_phase
+from orchestrator.harvest.records import Evidence, LogLine
 from orchestrator.knowledge.lines import parse, strip_ansi, ts_key
-from orchestrator.knowledge.markers import READY_MARKER, UVICORN_MARKER
+from orchestrator.knowledge.markers import UVICORN_MARKER
 from orchestrator.knowledge.patterns import Signature
-from orchestrator.knowledge.signatures import BY_ID
 from orchestrator.model import Category, Phase, ProbeOutcome, ProbeResult, Status, Verdict
 
 _OTHER_HOLDER = re.compile(r"Process \d+ has ([\d.]+) ([KMGT]i?B) memory in use")
@@ -32,6 +33,8 @@ _RESERVED = re.compile(r"([\d.]+) ([KMGT]i?B) is reserved by PyTorch but unalloc
 _UNIT = {"K": 1 / (1 << 20), "M": 1 / 1024, "G": 1.0, "T": 1024.0}
 _VAGUE = frozenset({Category.UNKNOWN, Category.PYTHON_EXCEPTION_OTHER})
 _KILLED_CODES = frozenset({-9, 137})
+CLOSE_CALL = 15
+"""A runner-up within this many specificity points of the winner is reported as a close call."""
 
 LABELS: dict[Category, str] = {
     Category.INVALID_ARGUMENT: "rejected argument",
@@ -62,23 +65,57 @@ LABELS: dict[Category, str] = {
 
 @dataclass(frozen=True)
 class Cause:
-    """The hit chosen as root cause, with the category and phase it stands for."""
+    """The candidate chosen as root cause, with the category and phase it stands for, and the runner-up."""
 
-    hit: Hit
-    signature: Signature
+    candidate: Candidate
     category: Category
     phase: Phase | None
+    runner_up: Candidate | None = None
+
+    @property
+    def line(self) -> LogLine:
+        """The root-cause line."""
+        return self.candidate.line
+
+    @property
+    def generic(self) -> bool:
+        """Whether it only says that something died (a follow-up), not what."""
+        return self.candidate.generic
+
+    def evidence(self) -> dict[str, Any]:
+        """Why: the rule that decided, the structure it read, and the close runner-up."""
+        cand = self.candidate
+        shape = cand.shape
+        out: dict[str, Any] = {
+            "rule": cand.rule,
+            "specificity": cand.specificity,
+            "line_no": cand.line.line_no,
+            "exception_type": shape.exception_type if shape else None,
+            "innermost_frame": shape.innermost if shape else None,
+            "chained": cand.traceback.chained if cand.traceback else False,
+            "runner_up": None,
+        }
+        other = self.runner_up
+        if other is not None:
+            out["runner_up"] = {"category": other.category.value, "rule": other.rule,
+                                "specificity": other.specificity, "line_no": other.line.line_no}
+        return out
 
 
 def classify(evidence: Evidence, outcome: ProbeOutcome | None = None) -> Verdict:
     """Name the outcome of a launch from its log evidence and, when there is one, what the probes saw."""
     cause = root_cause(evidence)
+    verdict = _decide(evidence, outcome, cause)
+    return replace(verdict, evidence=cause.evidence()) if cause is not None else verdict
+
+
+def _decide(evidence: Evidence, outcome: ProbeOutcome | None, cause: Cause | None) -> Verdict:
     if outcome is None:
         if cause is None:
             return _healthy(evidence, None)
         return _failed(cause, Phase.SERVING if cause.phase is Phase.READY else cause.phase)
     probe = outcome.failed_probe
-    named = cause if cause is not None and not cause.signature.generic else None
+    named = cause if cause is not None and not cause.generic else None
     if outcome.deadline_phase is not None:
         if named is not None:
             return _failed(named, named.phase or outcome.deadline_phase)
@@ -88,6 +125,8 @@ def classify(evidence: Evidence, outcome: ProbeOutcome | None = None) -> Verdict
         return _probe_failed(probe, named or cause, outcome)
     if not outcome.reached_ready:
         if cause is not None:
+            if outcome.exit_code in _KILLED_CODES and (cause.generic or cause.category in _VAGUE):
+                cause = replace(cause, category=Category.PROCESS_KILLED)
             return _failed(cause, cause.phase or _marker_phase(evidence))
         category = Category.PROCESS_KILLED if outcome.exit_code in _KILLED_CODES else Category.UNKNOWN
         return _verdict(category, _marker_phase(evidence), _last_marker_line(evidence),
@@ -98,40 +137,29 @@ def classify(evidence: Evidence, outcome: ProbeOutcome | None = None) -> Verdict
 
 def root_cause(evidence: Evidence) -> Cause | None:
     """The most specific failure the log shows that the server did not survive, or None."""
-    ready = _ready_line_no(evidence)
-    best: tuple[tuple[int, int], tuple[tuple[int, ...], int], Hit, Signature] | None = None
-    for hit in evidence.hits:
-        sig = BY_ID.get(hit.signature)
-        if sig is None or (ready is not None and hit.line.line_no < ready):
-            continue
-        if sig.context_regex is not None:
-            tb = traceback_of(evidence, hit) if hit.traceback is not None else None
-            if tb is None or not sig.context_regex.search(tb.text):
-                continue
-        rank = (-sig.specificity, -int(hit.leads and not sig.generic))
-        when = (ts_key(hit.line.ts), hit.line.line_no)
-        if best is None or (rank, when) < (best[0], best[1]):
-            best = (rank, when, hit, sig)
-    if best is None:
+    found = candidates(evidence)
+    if not found:
         return None
-    hit, sig = best[2], best[3]
-    phase = _phase_of(evidence, hit, sig)
-    category = sig.category
-    if category is Category.CUDA_OOM and _other_process_holds_memory(hit.line.text, phase):
+    found.sort(key=lambda c: (c.rank(), ts_key(c.line.ts), c.line.line_no))
+    best = found[0]
+    phase = _phase_of(evidence, best)
+    category = best.category
+    if category is Category.CUDA_OOM and _other_process_holds_memory(best.line.text, phase):
         category = Category.GPU_MEMORY_IN_USE
     if category in _VAGUE and phase is Phase.CUDA_GRAPH_CAPTURE:
         category = Category.CUDA_GRAPH_CAPTURE_FAILED
-    return Cause(hit, sig, category, phase)
+    runner = next((c for c in found[1:] if c.category is not best.category and not c.generic), None)
+    close = runner is not None and best.specificity - runner.specificity <= CLOSE_CALL
+    return Cause(best, category, phase, runner if close else None)
 
 
-def _phase_of(evidence: Evidence, hit: Hit, sig: Signature) -> Phase | None:
-    if hit.phase is not None:
+def _phase_of(evidence: Evidence, cand: Candidate) -> Phase | None:
+    if cand.phase is not None:
         # vLLM has no self warm-up: once its uvicorn runs, it serves.
-        return Phase.READY if hit.phase is Phase.WARMUP and evidence.engine == "vllm" else hit.phase
-    if sig.phase is not None:
-        return sig.phase
-    tb = traceback_of(evidence, hit)
-    return frame_phase(tb) if tb is not None else None
+        return Phase.READY if cand.phase is Phase.WARMUP and evidence.engine == "vllm" else cand.phase
+    if cand.implied is not None:
+        return cand.implied
+    return frame_phase(cand.traceback) if cand.traceback is not None else None
 
 
 def _other_process_holds_memory(text: str, phase: Phase | None) -> bool:
@@ -154,13 +182,6 @@ def _other_process_holds_memory(text: str, phase: Phase | None) -> bool:
 
 def _gib(m: re.Match[str]) -> float:
     return float(m.group(1)) * _UNIT.get(m.group(2)[:1], 1.0)
-
-
-def _ready_line_no(evidence: Evidence) -> int | None:
-    ready = evidence.marker(READY_MARKER)
-    if ready is None and evidence.engine == "vllm":
-        ready = evidence.marker(UVICORN_MARKER)
-    return ready.line.line_no if ready else None
 
 
 def _marker_phase(evidence: Evidence) -> Phase | None:
@@ -189,17 +210,17 @@ def _message(line: LogLine, sig: Signature | None = None) -> str:
 def _failed(cause: Cause, phase: Phase | None) -> Verdict:
     status = Status.INVALID if cause.category is Category.INVALID_ARGUMENT and phase is Phase.ARG_PARSE else Status.FAIL
     where = f" during {phase.value}" if phase else ""
-    said = _message(cause.hit.line, cause.signature)
-    reason = f"{LABELS[cause.category]}{where} (line {cause.hit.line.line_no}): {said}"
-    return Verdict(status, phase, cause.category, cause.hit.line.text, reason)
+    said = _message(cause.line, cause.candidate.signature)
+    reason = f"{LABELS[cause.category]}{where} (line {cause.line.line_no}): {said}"
+    return Verdict(status, phase, cause.category, cause.line.text, reason)
 
 
 def _probe_failed(probe: ProbeResult, cause: Cause | None, outcome: ProbeOutcome) -> Verdict:
     what = probe.error or ("wrong answer" if probe.wrong_answer else "timed out" if probe.timed_out else "failed")
-    if cause is not None and not cause.signature.generic:
-        said = _message(cause.hit.line, cause.signature)
+    if cause is not None and not cause.generic:
+        said = _message(cause.line, cause.candidate.signature)
         reason = f"probe {probe.name} failed ({what}); log: {LABELS[cause.category]}: {said}"
-        return Verdict(Status.FAIL, probe.phase, cause.category, cause.hit.line.text, reason, probe.name)
+        return Verdict(Status.FAIL, probe.phase, cause.category, cause.line.text, reason, probe.name)
     if probe.wrong_answer:
         category = Category.WRONG_OUTPUT
     elif probe.timed_out:
@@ -208,7 +229,7 @@ def _probe_failed(probe: ProbeResult, cause: Cause | None, outcome: ProbeOutcome
         category = cause.category
     else:
         category = Category.UNKNOWN
-    root = cause.hit.line.text if cause is not None else None
+    root = cause.line.text if cause is not None else None
     return Verdict(Status.FAIL, probe.phase, category, root, f"probe {probe.name} failed: {what}", probe.name)
 
 

@@ -19,12 +19,14 @@ from orchestrator.harvest.tally import HitTally, MarkerTally, MessageTally
 from orchestrator.harvest.tracebacks import OpenTraceback, TracebackAssembler
 from orchestrator.knowledge import kinds
 from orchestrator.knowledge.benign import is_benign
-from orchestrator.knowledge.fatal import QUIET_LEVELS, fatal_rows
+from orchestrator.knowledge.fatal import QUIET_LEVELS, stated_failures
 from orchestrator.knowledge.lines import EXCEPTION_START_RE, Parsed, parse, strip_ansi, ts_key
 from orchestrator.knowledge.markers import MarkerSpec, marker_of_line
 from orchestrator.knowledge.patterns import Signature
-from orchestrator.knowledge.signatures import SIGNATURES
+from orchestrator.knowledge.signatures import BY_ID, LEVEL_ROWS, SIGNATURES
 from orchestrator.model import Category, Phase
+
+TRACEBACK_ROW = BY_ID["traceback"]
 
 __all__ = ["Evidence", "EvidenceBuilder", "extract_evidence"]
 
@@ -179,17 +181,21 @@ class EvidenceBuilder:
             if not warning:
                 self._warnings.add(message, message, line)
         indented = p.body[:1] in (" ", "\t")
-        fatal = bool(fatal_rows(message, warning=warning, indented=indented, level=p.level))
-        if fatal and self._fatal is None:
+        stated = stated_failures(rows, message, indented=indented, level=p.level)
+        if stated and self._fatal is None:
             self._fatal = line
-        if fatal or (not warning and not indented and kinds.is_error(p, message) and p.level not in QUIET_LEVELS
-                     and not is_benign(message)):
+        if not stated and not warning and not indented and p.level in kinds.ERROR_LEVELS and not is_benign(message):
+            stated = LEVEL_ROWS
+        if stated or (not warning and not indented and kinds.is_error(p, message) and p.level not in QUIET_LEVELS):
             self._error(message, line)
         cuda_key = kinds.cuda_error_key(message)
         if cuda_key is not None:
             self._cuda.add(cuda_key, message, line)
-        for row in rows:
-            self._hit(row, line, EXCEPTION_START_RE.match(message) is not None, tb)
+        leads = EXCEPTION_START_RE.match(message) is not None
+        for row in stated:
+            self._hit(row, line, leads, tb)
+        if TRACEBACK_ROW in rows:
+            self._hit(TRACEBACK_ROW, line, False, tb)
 
     def _facts(self, message: str) -> None:
         autos.apply(autos.RESOLVED, message, self._resolved)
@@ -203,7 +209,7 @@ class EvidenceBuilder:
         if rows is None:
             found = [s for s in SIGNATURES if (s.in_warnings or not warning) and s.matches(message)]
             if any(s.generic for s in found):
-                found = [s for s in found if s.category is not Category.PYTHON_EXCEPTION_OTHER]
+                found = [s for s in found if s.generic or s.category is not Category.PYTHON_EXCEPTION_OTHER]
             rows = tuple(found)
             if len(self._rows_cache) >= _CACHE:
                 self._rows_cache.clear()

@@ -85,6 +85,8 @@ class TracebackRecord:
     count: int = 1
     """How many identical tracebacks (one per TP rank, say) were printed."""
     phase: Phase | None = None
+    chained: bool = False
+    """Printed after `The above exception was the direct cause ...` / `During handling ...`: an outer one."""
 
     @property
     def text(self) -> str:
@@ -104,6 +106,7 @@ class TracebackRecord:
             "omitted": self.omitted,
             "count": self.count,
             "phase": self.phase.value if self.phase else None,
+            "chained": self.chained,
         }
 
     @classmethod
@@ -121,6 +124,7 @@ class TracebackRecord:
             omitted=int(data.get("omitted", 0)),
             count=int(data.get("count", 1)),
             phase=_phase(data.get("phase")),
+            chained=bool(data.get("chained", False)),
         )
 
 

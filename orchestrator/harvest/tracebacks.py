@@ -43,6 +43,8 @@ class OpenTraceback:
     last_line_no: int = 0
     omitted: int = 0
     tail_left: int = 0
+    chained: bool = False
+    """It follows a chain line (`The above exception was the direct cause ...`): an outer exception."""
     index: int | None = None
     """Its place in the finished list once closed (None: dropped over the bound, or still open)."""
 
@@ -66,6 +68,7 @@ class TracebackAssembler:
         self._index: dict[tuple[str | None, tuple[str, ...]], int] = {}
         self.role = ""
         """What the last fed line was to its traceback: `frame`, `code` or empty."""
+        self._chain_pending = False
 
     @property
     def active(self) -> bool:
@@ -80,7 +83,14 @@ class TracebackAssembler:
         if _HEADER in body:
             if tb is not None:
                 self.close(tb)
-            return self._start(p.key, line, phase, truncated=False)
+            chained, self._chain_pending = self._chain_pending, False
+            started = self._start(p.key, line, phase, truncated=False)
+            started.chained = chained
+            return started
+        if body.lstrip().startswith(_CHAINED):
+            self._chain_pending = True
+        elif body.strip() and tb is None:
+            self._chain_pending = False
         is_frame = FRAME_RE.search(body) is not None
         if tb is None:
             if is_frame:
@@ -124,14 +134,14 @@ class TracebackAssembler:
             rec = self.done[index]
             self.done[index] = TracebackRecord(
                 rec.lines, rec.exception, rec.exception_line, rec.line_no, rec.last_line_no, rec.ts,
-                rec.truncated, rec.omitted, rec.count + 1, rec.phase,
+                rec.truncated, rec.omitted, rec.count + 1, rec.phase, rec.chained,
             )
         elif len(self.done) < MAX_TRACEBACKS:
             index = self._index[key] = len(self.done)
             self.done.append(
                 TracebackRecord(
                     tuple(tb.lines), tb.exception, tb.exception_line, tb.first.line_no, tb.last_line_no, tb.first.ts,
-                    tb.truncated, tb.omitted, 1, tb.phase,
+                    tb.truncated, tb.omitted, 1, tb.phase, tb.chained,
                 )
             )
         else:

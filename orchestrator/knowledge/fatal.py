@@ -1,7 +1,7 @@
 """The fatal-line rule: a line that says the server is going down. One rule, used live and offline.
 
 A line is fatal when its message (prefix removed) is not indented (traceback code), not a warning,
-not logged at INFO/DEBUG, not known noise (benign.py), and matches a row of the signature table that
+not progress logged at INFO/DEBUG, not known noise (benign.py), and matches a row of the signature table that
 states a failure: every row but the bare `Traceback (most recent call last):` header,
 whose exception line follows anyway.
 The readiness wait stops at the first fatal line; the evidence builder records the same line as the
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from orchestrator.knowledge import kinds
 from orchestrator.knowledge.benign import is_benign
-from orchestrator.knowledge.lines import parse, strip_ansi
+from orchestrator.knowledge.lines import EXCEPTION_START_RE, parse, strip_ansi
 from orchestrator.knowledge.patterns import Signature
 from orchestrator.knowledge.signatures import NEEDLES as _SIGNATURE_NEEDLES
 from orchestrator.knowledge.signatures import SIGNATURES
@@ -26,16 +26,27 @@ FATAL_ROWS: tuple[Signature, ...] = tuple(s for s in SIGNATURES if s.states_fail
 
 
 QUIET_LEVELS = frozenset({"INFO", "DEBUG"})
-"""Lines logged at these levels are progress, never a failure (uvicorn's access log of a 500 included)."""
+"""Lines logged at these levels are progress (`Cascade attention is not supported, disabling it`), unless
+they begin with an exception: a launcher that re-logs the server's output at INFO re-logs its tracebacks too."""
 
 
 def fatal_rows(
     message: str, *, warning: bool, indented: bool, level: str | None = None
 ) -> tuple[Signature, ...]:
     """The failure-stating rows a message matches (none for code lines, warnings, quiet levels and noise)."""
-    if indented or not message or level in QUIET_LEVELS or is_benign(message):
+    rows = tuple(s for s in FATAL_ROWS if (s.in_warnings or not warning) and s.matches(message))
+    return stated_failures(rows, message, indented=indented, level=level)
+
+
+def stated_failures(
+    rows: tuple[Signature, ...], message: str, *, indented: bool, level: str | None
+) -> tuple[Signature, ...]:
+    """Of the rows a message matched (warning rows already filtered), those that make its line fatal."""
+    if indented or not message or not rows or is_benign(message):
         return ()
-    return tuple(s for s in FATAL_ROWS if (s.in_warnings or not warning) and s.matches(message))
+    if level in QUIET_LEVELS and not EXCEPTION_START_RE.match(message):
+        return ()
+    return tuple(s for s in rows if s.states_failure)
 
 
 def is_fatal_line(line: str) -> bool:

@@ -23,6 +23,8 @@ _SGL = re.compile(r"\[((?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?)((?: (
 _RANK = re.compile(r"\[(rank\d+|default\d+|gpu_id=\d+)\]:?\s?")
 _BRACKET_LEVEL = re.compile(rf"\[[\w.\-]+\] ({_LEVEL}):? ")
 _VLLM = re.compile(r"(?:([A-Z]{1,8}) )?(\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.\-]+:\d+\]? ?")
+_ISO = re.compile(r"\[?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))\]?\s")
+"""A CI runner's or container runtime's own timestamp in front of the server's line (`[2025-11-06T02:10:00.702Z] `)."""
 _PYLOG = re.compile(
     rf"(\d{{4}}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\s*[-|]\s*(?:[\w.]+\s*[-|]\s*)?({_LEVEL})\s*[-|:] ?"
 )
@@ -93,6 +95,8 @@ def _layer(text: str, pos: int) -> _Layer | None:
     if head == "(":
         m = _PAREN.match(text, pos)
         return (m.end(), None, None, m.group(1), None) if m else None
+    if (head == "[" or head.isdigit()) and (m := _ISO.match(text, pos)):
+        return m.end(), m.group(1).replace("T", " ").rstrip("Z"), None, "", None
     if head == "[":
         if m := _SGL.match(text, pos):
             m2 = _LEVEL_AFTER.match(text, m.end())

@@ -8,6 +8,7 @@ the line is printed: `Load weight end` means weights are loaded and memory alloc
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from orchestrator.model import Phase
@@ -70,3 +71,10 @@ def phase_of_line(line: str) -> Phase | None:
     """The startup phase a launch is in once this line is printed, or None for a line that marks nothing."""
     spec = marker_of_line(line)
     return spec.phase if spec else None
+
+
+SERVING_ACTIVITY = re.compile(
+    r"Decode batch[.,]|Prefill batch[.,]|\"(?:POST|GET) /(?:generate|v1/\S+) HTTP/[\d.]+\" 200\b"
+    r"|Avg (?:prompt|generation) throughput: (?:[1-9]\d*|0\.\d*[1-9])"
+)
+"""Lines that show a server answering requests: batches run, completions returned with 200."""

@@ -15,11 +15,6 @@ from orchestrator.model import Category as C
 from orchestrator.model import Phase as P
 
 _ARCH = r"(?:Ampere|Hopper|Blackwell|Turing|Volta|Ada(?: Lovelace)?|sm_?\d{2,3}a?|SM ?\d{2,3}a?)\b"
-_LOADING_FRAMES = (
-    r"(?:in (?:load_weights|weight_loader|_load_module|load_model|load_state_dict)|model_loader\S*|safetensors\S*)"
-    r"\n(?:.*\n){0,3}.*\Z"
-)
-"""The innermost frame is loading code: what it raised is about the checkpoint, not a forward pass."""
 _ARGS_FRAMES = (
     r"in (?:parse_args|prepare_server_args|parse_cli_args|from_cli_args|check_server_args|_pull_args\w*)\b"
     r"|argparse\.py|arg_utils\.py|server_args\.py\", line \d+, in "
@@ -68,6 +63,14 @@ SIGNATURES: tuple[Signature, ...] = (
         phase=P.MEMORY_ALLOC,
         example="The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in "
         "KV cache (23648)."),
+    sig("kv_cache_words", C.KV_CACHE_TOO_SMALL, 70,
+        r"(?i)\bkv[ _-]?cache\b.{0,80}\b(?:too small|insufficient|not enough|exceeds?|exhausted|smaller than|"
+        r"no (?:free|available) (?:space|blocks|memory))|\b(?:insufficient|not enough) (?:memory|space|blocks) for "
+        r"(?:the )?kv[ _-]?cache|max_total_num_tokens.{0,60}(?:too small|<=? ?0|must be (?:positive|larger|greater))"
+        r"|(?:increase|raise) (?:the )?(?:--mem-fraction-static|--gpu-memory-utilization|gpu_memory_utilization)",
+        ("KV", "kv", "Kv", "max_total_num_tokens", "mem-fraction-static", "memory-utilization", "memory_utilization"),
+        phase=P.MEMORY_ALLOC,
+        example="RuntimeError: KV cache is too small for the requested context length (32768 tokens)."),
     sig("kv_runtime_exhausted", C.KV_CACHE_TOO_SMALL, 85, r"(?i)out of memory\. Try to lower your batch size",
         "Try to lower your batch size", phase=P.SERVING,
         example="Decode out of memory. Try to lower your batch size."),
@@ -91,9 +94,12 @@ SIGNATURES: tuple[Signature, ...] = (
         rf"(?i)\b(?:only supports?|requires?|only (?:be )?(?:supported|available|works?) (?:on|for|with))\s+"
         rf"(?:an?\s+|the\s+)?(?:NVIDIA\s+)?{_ARCH}"
         rf"|\bnot supported on (?:this |the current )?(?:GPU|device|arch\w*)|\b{_ARCH} is not supported"
-        r"|compute capability (?:of )?(?:at least|>=?|below|lower than)",
+        r"|compute capability (?:of )?(?:at least|>=?|below|lower than)"
+        rf"|(?i:unsupported (?:gpu |arch\w* |compute capability|device capability)(?!\w* ?'compute_)"
+        rf"|not (?:compiled|built) for (?:this|the "
+        rf"current|your) (?:gpu|arch\w*|device))|{_ARCH} (?:is |are )?not (?:yet )?supported",
         ("Ampere", "Hopper", "Blackwell", "Turing", "Volta", "Ada", "SM", "sm_", "sm1", "sm8", "sm9", "support",
-         "capability"),
+         "capability", "compiled for", "built for"),
         example="RuntimeError: FlashAttention only supports Ampere GPUs or newer."),
     sig("smem_out_of_resources", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 78,
         r"OutOfResources|out of resource: shared memory|without targeting appropriate compute capability",
@@ -117,6 +123,18 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|mode|value|format|feature|arch\w*)\b|\bdoes(?: not|n't) support\b|\bonly supports?\b",
         ("support", "Support"),
         example="ValueError: This configuration is not supported on this platform."),
+    sig("flag_combination", C.UNSUPPORTED_CONFIG, 55,
+        r"(?i)\b(?:is|are) (?:not )?(?:compatible|incompatible) with\b|\bcannot be (?:used|enabled|combined|set|"
+        r"specified) (?:together )?(?:with|when|alongside)\b|\bmutually exclusive\b|\bconflicts? with\b"
+        r"|\b(?:must|should) (?:also )?be (?:used|set|enabled|specified) (?:together )?(?:with|when)\b"
+        r"|\bonly (?:be )?(?:used|enabled|allowed|valid) (?:with|when|if|for)\b|\brequires? (?:setting |enabling )?--\w"
+        r"|\b(?:when|with|if) (?:using |enabling )?--[\w-]+.{0,80}\b(?:must|cannot|can't|not allowed|requires?)\b",
+        ("ompatible", "cannot be", "exclusive", "onflict", "must", "should", "only", "requir", "--"),
+        example="ValueError: --enable-dp-attention cannot be used with --disable-radix-cache"),
+    sig("unsupported_word", C.UNSUPPORTED_CONFIG, 40,
+        r"(?i)\bunsupported\b(?! operand)|\bnot (?:yet )?(?:been )?(?:supported|implemented)\b",
+        ("nsupported", "NSUPPORTED", "supported", "implemented"),
+        example="RuntimeError: Unsupported head_dim: 96"),
     sig("not_implemented", C.UNSUPPORTED_CONFIG, 45, r"\bNotImplementedError\b", "NotImplementedError",
         example="NotImplementedError: fp8 kv cache is not implemented for this backend"),
     sig("assert_in_config_code", C.UNSUPPORTED_CONFIG, 35, r"^AssertionError\b", "AssertionError",
@@ -127,9 +145,6 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|HIP out of memory",
         ("out of memory", "OutOfMemoryError", "cudaErrorMemoryAllocation", "_ALLOC_FAILED"),
         example="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 380.00 MiB."),
-    sig("oom_killer", C.PROCESS_KILLED, 60, r"Out of memory: Kill(?:ed)? process|oom-kill|OOMKilled|OOM killer",
-        ("Out of memory: Kill", "oom-kill", "OOMKilled", "OOM killer"),
-        example="Out of memory: Killed process 4242 (python3) total-vm:123456kB"),
     sig("out_of_memory", C.CUDA_OOM, 55, r"(?i)\bout of memory\b", ("out of memory", "Out of memory", "OUT OF MEMORY"),
         example="RuntimeError: out of memory"),
     # CUDA faults.
@@ -178,11 +193,23 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|No such file or directory: '?ninja|Error building extension|CalledProcessError: Command .{0,40}ninja"
         r"|nvcc fatal|ptxas (?:fatal|error)|\.cuh?\(\d+\): error|nvrtc: error|NVRTC_ERROR"
         r"|fatal error: \S+\.(?:h|hpp|cuh): No such file|triton\.compiler\.errors\.\w+|CompilationError"
-        r"|\bjit\b.{0,60}\b(?:compil\w*|build)\b.{0,30}\b(?:failed|error)|failed to (?:jit[- ])?compile",
+        r"|\bjit\b.{0,60}\b(?:compil\w*|build)\b.{0,30}\b(?:failed|error)|failed to (?:jit[- ])?compile"
+        r"|LLVM ERROR|collect2: error|undefined reference to|error: identifier .{1,80} is undefined|\bcicc\b"
+        r"|(?i:(?:cuda|kernel|cubin|ptx) compilation (?:failed|error))|error: command '.{0,120}(?:nvcc|gcc|g\+\+|c\+\+"
+        r"|clang\S*)' failed|PassManager::run failed|(?i:error (?:while |when )?(?:compiling|building) (?:the )?"
+        r"(?:kernel|extension|module|cubin))|(?i:(?:cute|cutlass)[ _-]?dsl.{0,80}(?:error|failed))",
         ("inja", "Error building extension", "nvcc", "ptxas", "): error", "nvrtc", "NVRTC", "fatal error:",
-         "triton.compiler", "CompilationError", "JIT", "jit", "compile"),
+         "triton.compiler", "CompilationError", "JIT", "jit", "compile", "LLVM ERROR", "collect2",
+         "undefined reference",
+         "is undefined", "cicc", "ompilation", "error: command", "PassManager", "ompiling", "uilding", "DSL", "dsl"),
         example="RuntimeError: Ninja build failed. Ninja output:"),
     # Imports and shared libraries.
+    sig("import_names_what", C.IMPORT_ERROR, 72,
+        r"No module named|cannot import name|undefined symbol|cannot open shared object file"
+        r"|(?:DLL|dll) load failed|(?:version|symbol) `?\S+'? not found",
+        ("No module named", "cannot import name", "undefined symbol", "shared object", "load failed", "not found"),
+        phase=P.IMPORT,
+        example="ImportError: libnvrtc.so.12: cannot open shared object file: No such file or directory"),
     sig("import_failed", C.IMPORT_ERROR, 70,
         r"ModuleNotFoundError|ImportError|No module named|cannot import name|undefined symbol"
         r"|cannot open shared object file|(?i:could not load .{0,60}librar(?:y|ies))"
@@ -209,11 +236,19 @@ SIGNATURES: tuple[Signature, ...] = (
         ("NotFoundError", "GatedRepoError", "HFValidationError", "is not a local folder"), phase=P.MODEL_LOAD,
         example="OSError: /models/x is not a local folder and is not a valid model identifier listed on "
         "'https://huggingface.co/models'"),
+    sig("weight_names", C.WEIGHTS_LOAD_ERROR, 62,
+        r"(?i)\b(?:missing|unexpected|unused|unknown|unmatched) (?:keys?|weights?|parameters?|params|tensors?)\b"
+        r".{0,20}(?:in|from|for|when|while|:|\()|\b(?:weight|param(?:eter)?|tensor|key)s? .{1,120} (?:not|was not|were "
+        r"not|is not|are not) (?:found|present|loaded|initialized) in (?:the )?(?:checkpoint|state[_ ]dict|params_dict"
+        r"|model|safetensors)|\b(?:shape|size|dtype) mismatch\b.{0,100}\b(?:weight|param\w*|checkpoint|loaded)"
+        r"|\b(?:weight|param\w*|checkpoint|loaded_weight)\w*\b.{0,100}\b(?:shape|size) mismatch"
+        r"|(?:failed to|could not|cannot|unable to) load (?:the )?(?:model )?(?:weights|checkpoint|state[_ ]dict)",
+        ("issing", "nexpected", "nused", "nknown", "nmatched", "not found", "not present", "not loaded",
+         "not initialized", "mismatch", "load"), phase=P.MODEL_LOAD,
+        example="ValueError: Missing weights in checkpoint: model.layers.0.mlp.experts.w13_weight_scale"),
     sig("parameter_key_error", C.WEIGHTS_LOAD_ERROR, 50,
         r"^KeyError: '(?:\w+\.)+\w*(?:weight|bias|scale|qweight|qzeros|scales|g_idx|zero_point)\w*'",
         "KeyError", phase=P.MODEL_LOAD, example="KeyError: 'layers.0.mlp.down_proj.weight_scale'"),
-    sig("exception_while_loading", C.WEIGHTS_LOAD_ERROR, 45, r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b",
-        ("Error", "Exception"), phase=P.MODEL_LOAD, context=_LOADING_FRAMES, example="ValueError: bad shard"),
     # Tokenizers and chat templates.
     sig("tokenizer_load_failed", C.TOKENIZER_OR_TEMPLATE_ERROR, 65,
         r"(?i)(?:failed to|unable to|cannot|can't|could not|couldn't) (?:load|instantiate|find|initialize) "
@@ -232,9 +267,10 @@ SIGNATURES: tuple[Signature, ...] = (
         example="Initialization failed. warmup error: Traceback (most recent call last):"),
     # Hangs and timeouts.
     sig("watchdog_timeout", C.HANG_OR_TIMEOUT, 55,
-        r"watchdog timeout|Health check failed\. Server couldn't get a response|(?i:server (?:failed to start|did not "
-        r"become ready) within)",
-        ("watchdog", "Health check failed", "within"),
+        r"(?i:watchdog (?:timeout|timed out|.{0,40}\btime(?:d)? ?out))|Health check failed\. Server couldn't get a "
+        r"response|(?i:server (?:failed to start|did not become ready) within)|(?i:\bhang(?:ing)? detected|appears to "
+        r"be (?:stuck|hung|hanging)|\bdeadlock detected)",
+        ("watchdog", "Watchdog", "Health check failed", "within", "hang", "stuck", "hung", "deadlock"),
         example="Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"),
     sig("engine_handshake_timeout", C.HANG_OR_TIMEOUT, 55,
         r"(?i)timed out waiting for (?:the )?engines?|engine core .{0,30}(?:handshake|ready).{0,30}time",
@@ -243,8 +279,20 @@ SIGNATURES: tuple[Signature, ...] = (
     sig("timeout", C.HANG_OR_TIMEOUT, 40, r"\bTimeoutError\b|(?i:\btimed out\b)|\bdeadline exceeded\b",
         ("TimeoutError", "imed out", "eadline exceeded"), example="TimeoutError: timed out"),
     # Any Python exception.
-    sig("python_exception", C.PYTHON_EXCEPTION_OTHER, 20, r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)\b",
-        ("Error", "Exception"), example="AttributeError: 'NoneType' object has no attribute 'shape'"),
+    sig("python_exception", C.PYTHON_EXCEPTION_OTHER, 20,
+        r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)\b"
+        r"|^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Failed|Failure|Fault)(?::|\s*$)",
+        ("Error", "Exception", "Failed", "Failure", "Fault"),
+        example="AttributeError: 'NoneType' object has no attribute 'shape'"),
+    # A failure stated in words, with no exception: a C++/CUDA assertion, `RuntimeError`-less fatal messages.
+    sig("assertion_failed", C.PYTHON_EXCEPTION_OTHER, 22,
+        r"Assertion [`'\"(]?.{1,200}[`'\")]? failed|: Assertion .{1,200} failed\.?$|\bassert(?:ion)? failed\b",
+        ("Assertion", "assert"),
+        example="/src/rotary.cu:72: void rope(): Assertion `q.size(1) == cos.size(0)' failed."),
+    sig("fatal_statement", C.UNKNOWN, 12,
+        r"^(?:\w+ )?(?:FATAL|Fatal|fatal)(?: error)?:|^(?:CRITICAL|Critical)\b|^Error: |^error: |^ERROR: ",
+        ("FATAL", "Fatal", "fatal", "CRITICAL", "Critical", "Error: ", "error: ", "ERROR: "),
+        example="fatal: unable to start the scheduler"),
     # Native crashes, signals, and what only says that something died.
     sig("native_crash", C.UNKNOWN, 19,
         r"Segmentation fault|SIGSEGV|SIGABRT|SIGBUS|Caught signal (?:11|6|7|4|8)\b|Fatal Python error|core dumped"
@@ -253,7 +301,14 @@ SIGNATURES: tuple[Signature, ...] = (
          "terminate called"),
         example="Fatal Python error: Segmentation fault"),
     sig("scheduler_exception", C.PYTHON_EXCEPTION_OTHER, 18, r"\w hit an exception", "hit an exception",
-        example="Scheduler hit an exception: Traceback (most recent call last):"),
+        generic=True, example="Scheduler hit an exception: Traceback (most recent call last):"),
+    # The kernel's OOM killer, and memory monitors that kill workers: the cause, whatever follows.
+    sig("oom_killer", C.PROCESS_KILLED, 75,
+        r"(?i)\boom[-_ ]?kill|Out of memory: Kill(?:ed)? process|oom_reaper|killed (?:by|due to) (?:the )?(?:linux )?"
+        r"(?:oom|out[- ]of[- ]memory)|memory monitor.{0,80}kill|due to (?:host|system|node) (?:memory|OOM)"
+        r"|worker.{0,60}killed.{0,60}(?:memory|OOM)",
+        ("oom", "OOM", "Oom", "Out of memory", "memory monitor", "memory", "killed"),
+        example="Out of memory: Killed process 12345 (python3) total-vm:812345678kB"),
     sig("killed", C.PROCESS_KILLED, 15,
         r"^Killed\b|\d Killed\s|\bKilled\s*$|\bsignal 9\b|SIGKILL|exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*"
         r"(?:-9|137)\b|exitcode[:=] ?-9\b|return ?code[:= ]*(?:-9|137)\b",
@@ -263,12 +318,22 @@ SIGNATURES: tuple[Signature, ...] = (
     sig("child_failed", C.UNKNOWN, 5,
         r"Received sigquit from a child|SIGQUIT received|Child process unexpectedly failed|Subprocess \S+ \(pid=\d+\) "
         r"crashed|EngineCore failed to start|Engine core initialization failed|Engine process failed to start"
-        r"|WorkerProc (?:hit an exception|failed)|Worker \S+ pid \d+ died|died, exit code|exited unexpectedly",
+        r"|WorkerProc (?:hit an exception|failed)|Worker \S+ pid \d+ died|died, exit code|exited unexpectedly"
+        r"|scheduler is dead|(?:has|have) died\b|\bis dead\b|exit(?:ed)? (?:with )?(?:code|status)[: =]+[1-9]\d*\b"
+        r"|returned non-zero exit status|exitcode[:=] ?[1-9]|(?i:see (?:the )?root cause above)",
         ("sigquit", "SIGQUIT", "Child process", "crashed", "failed to start", "initialization failed", "WorkerProc",
-         "died", "exited unexpectedly"), generic=True,
+         "died", "exited unexpectedly", "is dead", "exit", "root cause above"), generic=True,
         example="Received sigquit from a child process. It usually means the child failed."),
 )
 
-BY_ID: dict[str, Signature] = {s.id: s for s in SIGNATURES}
+LEVEL_ROWS: tuple[Signature, ...] = (
+    sig("error_statement", C.UNKNOWN, 11, r"", (), example="ERROR 01-01 12:00:00 worker.py:12] worker 3 failed"),
+)
+"""Rows matched by a line's level (ERROR, CRITICAL, FATAL), not its words: an error no other row names.
+Never fatal on their own line (the readiness wait does not stop on them): whether the server survived
+an error logged at ERROR level shows only in the lines after it."""
+ERROR_LEVEL_ROW = LEVEL_ROWS[0]
+
+BY_ID: dict[str, Signature] = {s.id: s for s in (*SIGNATURES, *LEVEL_ROWS)}
 
 NEEDLES: tuple[str, ...] = tuple(dict.fromkeys(n for s in SIGNATURES for n in s.needles))

@@ -1,0 +1,117 @@
+"""Every statement of a failure in the evidence, as candidates for the root cause (pure).
+
+Three sources, one shape: the lines a signature row matched (by words, or by an ERROR level); the
+exception lines of tracebacks no row names beyond "a Python exception", placed in a family by their
+structure (exception type, innermost frames; see knowledge/families.py); and nothing else. What the
+server survived (survival.py) is no candidate. A row's category and the traceback's family compete on
+specificity: `KeyError: 'lm_head.weight'` raised in `load_weights` is a checkpoint problem, while
+`CUDA out of memory` raised there is still out of memory.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from orchestrator.classify.phase import traceback_of
+from orchestrator.classify.structure import Shape, shape_of
+from orchestrator.classify.survival import last_activity_line_no, ready_line_no, survived
+from orchestrator.harvest.records import Evidence, Hit, LogLine, TracebackRecord
+from orchestrator.knowledge.lines import parse, strip_ansi
+from orchestrator.knowledge.patterns import Signature
+from orchestrator.knowledge.signatures import BY_ID
+from orchestrator.model import Category, Phase
+
+_BARE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*:?$")
+PYTHON_EXCEPTION = BY_ID["python_exception"]
+TRACEBACK_EXCEPTION_SPECIFICITY = PYTHON_EXCEPTION.specificity
+RECOVERABLE = frozenset({Category.PYTHON_EXCEPTION_OTHER, Category.UNKNOWN, Category.TOKENIZER_OR_TEMPLATE_ERROR,
+                         Category.INVALID_ARGUMENT, Category.UNSUPPORTED_CONFIG, Category.HANG_OR_TIMEOUT})
+"""Failures a serving process can outlive: one request's exception, a bad request, a chat template error."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One line that states a failure, with what it would mean as the root cause."""
+
+    line: LogLine
+    category: Category
+    specificity: int
+    rule: str
+    """What decided the category: a signature id, or `family:<id>` for a traceback's structure."""
+    generic: bool = False
+    leads: bool = False
+    """The line begins with the exception itself (`KeyError: ...`), not a wrapper or a code line."""
+    phase: Phase | None = None
+    """The phase the log was in at the line (its startup markers so far)."""
+    implied: Phase | None = None
+    """The phase the rule itself implies (an argparse error is arg_parse), used when the markers say nothing."""
+    signature: Signature | None = None
+    traceback: TracebackRecord | None = None
+    shape: Shape | None = None
+
+    @property
+    def bare(self) -> bool:
+        """The line is an exception's name alone (`AssertionError`, `ImportError:`): its meaning is elsewhere."""
+        return _BARE.match(parse(strip_ansi(self.line.text)).body.strip()) is not None
+
+    def rank(self) -> tuple[int, int, int]:
+        """Sort key part: more specific first; among equals, a line that says something, then the exception
+        line itself rather than a wrapper or code line."""
+        return (-self.specificity, int(self.bare), -int(self.leads and not self.generic))
+
+
+def candidates(evidence: Evidence) -> list[Candidate]:
+    """Every failure statement the server did not survive."""
+    ready = ready_line_no(evidence)
+    activity = last_activity_line_no(evidence)
+    found: list[Candidate] = []
+    covered: set[int] = set()
+    for hit in evidence.hits:
+        cand = _from_hit(evidence, hit)
+        if cand is None or _survived(cand, ready, activity):
+            continue
+        found.append(cand)
+        if not cand.generic and cand.specificity >= TRACEBACK_EXCEPTION_SPECIFICITY:
+            covered.add(hit.line.line_no)
+    for tb in evidence.tracebacks:
+        line = tb.exception_line
+        if line is None or line.line_no in covered:
+            continue
+        cand = _from_traceback(tb, line)
+        if not _survived(cand, ready, activity):
+            found.append(cand)
+    return found
+
+
+def _survived(cand: Candidate, ready: int | None, activity: int | None) -> bool:
+    recoverable = cand.category in RECOVERABLE
+    return survived(cand.line.line_no, ready=ready, activity=activity, recoverable=recoverable)
+
+
+def _from_hit(evidence: Evidence, hit: Hit) -> Candidate | None:
+    sig = BY_ID.get(hit.signature)
+    if sig is None:
+        return None
+    tb = traceback_of(evidence, hit)
+    if sig.context_regex is not None and (hit.traceback is None or tb is None or not sig.context_regex.search(tb.text)):
+        return None
+    shape = shape_of(tb) if tb is not None else None
+    own = tb is not None and tb.exception_line is not None and tb.exception_line.line_no == hit.line.line_no
+    category, specificity, rule, generic = sig.category, sig.specificity, sig.id, sig.generic
+    if own and shape is not None:
+        if shape.consequence and category is Category.PYTHON_EXCEPTION_OTHER:
+            generic = True
+        elif shape.family is not None and shape.family.specificity > specificity and not generic:
+            category, specificity, rule = shape.family.category, shape.family.specificity, f"family:{shape.family.id}"
+    return Candidate(hit.line, category, specificity, rule, generic, hit.leads, hit.phase, sig.phase, sig, tb, shape)
+
+
+def _from_traceback(tb: TracebackRecord, line: LogLine) -> Candidate:
+    shape = shape_of(tb)
+    if shape.family is not None:
+        family = shape.family
+        return Candidate(line, family.category, family.specificity, f"family:{family.id}", False, True, tb.phase,
+                         None, None, tb, shape)
+    return Candidate(line, Category.PYTHON_EXCEPTION_OTHER, TRACEBACK_EXCEPTION_SPECIFICITY, "traceback_exception",
+                     shape.consequence, True, tb.phase, None, None, tb, shape)
