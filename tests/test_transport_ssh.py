@@ -234,3 +234,21 @@ def test_shell_command_masks_secrets_in_what_is_shown() -> None:
     assert str(cmd) == "HF_TOKEN=*** python -m x --k ***"
     assert cmd.raw() == "HF_TOKEN='hf_abc$(x)' python -m x --k v"
     assert "hf_abc" not in repr(cmd)
+
+
+def test_proxy_command_from_ssh_config_carries_the_connection(sshd: SshdHost, tmp_path: Path) -> None:
+    """`ProxyCommand ssh -W %h:%p` through the loopback sshd itself; its log shows both logins."""
+    config = tmp_path / "ssh_config"
+    hop = (
+        f"ssh -q -F none -i {sshd.client_key} -o IdentitiesOnly=yes -o UserKnownHostsFile={sshd.known_hosts} "
+        f"-o StrictHostKeyChecking=yes -o BatchMode=yes -p {sshd.port} {sshd.user}@127.0.0.1 -W %h:%p"
+    )
+    config.write_text(
+        f"Host orch-proxied\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {sshd.user}\n"
+        f"  IdentityFile {sshd.client_key}\n  UserKnownHostsFile {sshd.known_hosts}\n  ProxyCommand {hop}\n"
+    )
+    before = sshd.log.read_bytes().count(b"Accepted publickey")
+    with open_transport(SshTarget("orch-proxied", ssh_config_path=str(config))) as t:
+        assert t.run("echo via proxy").stdout == b"via proxy\n"
+    # Two logins, not one: the proxy's own (`ssh -W`) and ours through its forwarded channel.
+    assert sshd.log.read_bytes().count(b"Accepted publickey") == before + 2

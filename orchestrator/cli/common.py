@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,24 +17,35 @@ from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.store import Store, default_db_path
 
 DEFAULT_HOSTS = Path("configs/hosts.yaml")
+USER_HOSTS = Path("~/.config/orchestrator/hosts.yaml")
+
+
+def hosts_candidates(hosts_file: Path | None) -> list[Path]:
+    """Where hosts.yaml is looked for, in order: --hosts, $ORCHESTRATOR_HOSTS, ./configs, ~/.config/orchestrator."""
+    if hosts_file is not None:
+        return [hosts_file]
+    env = os.environ.get("ORCHESTRATOR_HOSTS")
+    return [*([Path(env).expanduser()] if env else []), DEFAULT_HOSTS, USER_HOSTS.expanduser()]
 
 
 def resolve_host(name: str | None, *, scenario: Path | None, hosts_file: Path | None) -> HostConfig:
-    """The host a command runs on: `sim` is built in; others come from hosts.yaml."""
+    """The host a command runs on: `sim` is built in; others come from the first hosts.yaml found."""
     if not name:
         raise ConfigError("no host given", fix="pass --host NAME (an entry of configs/hosts.yaml, or sim)")
-    hosts_path = hosts_file or DEFAULT_HOSTS
-    hosts = load_hosts(hosts_path) if hosts_path.exists() else {}
+    tried = hosts_candidates(hosts_file)
+    hosts_path = next((p for p in tried if p.exists()), None)
+    hosts = load_hosts(hosts_path) if hosts_path is not None else {}
     if name in hosts:
         host = hosts[name]
     elif name == "sim":
         host = builtin_sim_host(str(scenario) if scenario else None)
     else:
         known = ", ".join(sorted(hosts)) or "none"
+        where = hosts_path or tried[0]
         raise ConfigError(
-            f"unknown host {name!r} (hosts.yaml has: {known})",
-            file=str(hosts_path),
-            fix=f"add {name!r} to {hosts_path}, or use --host sim",
+            f"unknown host {name!r} (hosts.yaml has: {known}; looked in: {', '.join(map(str, tried))})",
+            file=str(where),
+            fix=f"add {name!r} to {where}, pass --hosts FILE or set ORCHESTRATOR_HOSTS, or use --host sim",
         )
     if scenario is not None:
         host = dataclasses.replace(host, scenario=str(scenario))

@@ -24,7 +24,7 @@ from orchestrator.errors import ConfigError, ConfigErrors
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SSH = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?P<host>\[[^\]\s]+\]|[^:@\s\[\]]+)(?::(?P<port>\d+))?$")
-_SSH_ONLY = ("known_hosts", "identity_file", "accept_new_host_keys")
+_SSH_ONLY = ("known_hosts", "identity_file", "accept_new_host_keys", "ssh_config")
 
 SIM_LAUNCHER = f"{shlex.quote(sys.executable)} -m orchestrator.sim"
 SIM_WORKDIR = str(Path(tempfile.gettempdir()) / "orchestrator-sim")
@@ -131,6 +131,7 @@ def _host(doc: LoadedYaml, name: str, entry: HostEntry) -> tuple[list[ConfigErro
         identity_file=entry.identity_file,
         known_hosts=entry.known_hosts,
         accept_new_host_keys=entry.accept_new_host_keys,
+        ssh_config=_ssh_config(doc.file, entry.ssh_config),
         launcher=launcher,
         workdir=entry.workdir or (SIM_WORKDIR if sim else "~/orchestrator"),
         gpus=entry.gpus,
@@ -184,3 +185,13 @@ def _scenario(
         message = f"scenario file {path} does not exist (relative paths are read from {folder})"
         return [error_at(doc, (*at, "scenario"), message, "fix the path")], None
     return [], str(path)
+
+
+def _ssh_config(hosts_file: str, path: str | None) -> str:
+    """The host's OpenSSH client config: `~/.ssh/config` unless given; relative paths are next to hosts.yaml."""
+    if not path:
+        return "~/.ssh/config"
+    expanded = Path(path).expanduser()
+    if expanded.is_absolute() or not hosts_file:
+        return str(expanded)
+    return str(Path(hosts_file).parent / expanded)

@@ -130,6 +130,8 @@ class HostConfig:
     identity_file: str | None = None
     known_hosts: str | None = None
     accept_new_host_keys: bool = False
+    ssh_config: str = "~/.ssh/config"
+    """The OpenSSH client config file that resolves `host` (relative paths: next to hosts.yaml)."""
     launcher: str = DEFAULT_LAUNCHER
     workdir: str = "~/orchestrator"
     """Run directories go below it: <workdir>/runs/<run_id>/."""

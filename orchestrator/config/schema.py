@@ -125,6 +125,7 @@ class HostEntry(_Strict):
     known_hosts: str | None = None
     accept_new_host_keys: StrictBool = False
     identity_file: str | None = None
+    ssh_config: str | None = None
     python: str | None = None
     port_base: StrictInt = Field(default=30000, ge=1024, le=65000)
     scenario: str | None = None

@@ -342,6 +342,7 @@ def transport_spec(config: HostConfig) -> Literal["local"] | SshTarget:
         key_filename=config.identity_file,
         known_hosts=config.known_hosts,
         accept_new_host_keys=config.accept_new_host_keys,
+        ssh_config_path=config.ssh_config,
     )
 
 

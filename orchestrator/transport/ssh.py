@@ -326,10 +326,8 @@ class SshTransport(Transport):
         with map_transport_errors(f"{self.describe()}: connect", connecting=True):
             # A fresh socket per open: paramiko closes the one it was given, and Fabric's reopen
             # of a dead socket fails with EBADF (testhost.md §3).
-            sock = socket.create_connection((t.hostname, t.port), timeout=t.connect_timeout)
+            sock = self._socket()
             try:
-                # Paramiko never sets it; with Nagle on, each exchange waits ~40 ms for a delayed ACK.
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 conn.connect_kwargs["sock"] = sock
                 conn.open()
             except BaseException as exc:
@@ -342,6 +340,16 @@ class SshTransport(Transport):
             conn.transport.set_keepalive(KEEPALIVE_S)
         self._connected_once = True
         self._epoch += 1
+
+    def _socket(self) -> socket.socket | paramiko.ProxyCommand:
+        """The connection's socket: the config's ProxyCommand, else a TCP socket with TCP_NODELAY."""
+        t = self.target
+        if t.proxy_command:
+            return paramiko.ProxyCommand(t.proxy_command)
+        sock = socket.create_connection((t.hostname, t.port), timeout=t.connect_timeout)
+        # Paramiko never sets it; with Nagle on, each exchange waits ~40 ms for a delayed ACK.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
 
     def _disconnect(self) -> None:
         with self._lock:

@@ -42,6 +42,8 @@ class ResolvedTarget:
     known_hosts: str
     accept_new_host_keys: bool
     connect_timeout: float
+    proxy_command: str | None = None
+    """The config's ProxyCommand, tokens expanded: its stdin/stdout is the connection's socket."""
 
     @property
     def known_hosts_name(self) -> str:
@@ -75,6 +77,15 @@ def resolve(target: SshTarget) -> ResolvedTarget:
         user=target.user or str(found.get("user", "")) or getpass.getuser(),
         key_files=tuple(os.path.expanduser(k) for k in key_files),
         known_hosts=os.path.expanduser(known_hosts),
-        accept_new_host_keys=target.accept_new_host_keys,
-        connect_timeout=target.connect_timeout,
+        # `StrictHostKeyChecking accept-new` is the config file's way to opt in; changed keys stay refused.
+        accept_new_host_keys=target.accept_new_host_keys
+        or str(found.get("stricthostkeychecking", "")).lower() == "accept-new",
+        connect_timeout=float(found.get("connecttimeout", target.connect_timeout)),
+        proxy_command=_proxy_command(found.get("proxycommand")),
     )
+
+
+def _proxy_command(value: object) -> str | None:
+    """ProxyCommand as paramiko's lookup expanded it (%h %p %r), or None for absent or `none`."""
+    text = str(value).strip() if value else ""
+    return text if text and text.lower() != "none" else None
