@@ -1,8 +1,10 @@
-"""`orchestrator classify LOGFILE [--json]`: the JSON contract, the human report, exit codes."""
+"""`orchestrator classify PATH... [--json]`: the JSON contract, the human report, several logs, exit codes."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,7 +74,8 @@ def test_unreadable_file_exits_2(tmp_path: Path) -> None:
     result = runner.invoke(app, ["classify", str(tmp_path / "missing.log")])
     assert result.exit_code == 2
     assert "cannot read" in result.output
-    assert runner.invoke(app, ["classify", str(tmp_path)]).exit_code == 2
+    empty = runner.invoke(app, ["classify", str(tmp_path)])
+    assert empty.exit_code == 2 and "no log files" in empty.output
 
 
 def test_a_failure_category_still_exits_0(tmp_path: Path) -> None:
@@ -97,3 +100,53 @@ def test_large_file_is_read_in_chunks(tmp_path: Path, monkeypatch: pytest.Monkey
     around = cli_classify.lines_around(log, 20002, radius=2)
     assert [n for n, _ in around] == [20000, 20001, 20002, 20003, 20004]
     assert around[2][1].startswith("torch.AcceleratorError")
+
+
+def test_several_logs_and_a_folder_give_one_json_object_per_line(tmp_path: Path) -> None:
+    logs = sorted(CRASH_LOGS.glob("*.log"))[:3]
+    folder = tmp_path / "night"
+    (folder / "cell-a").mkdir(parents=True)
+    (folder / "cell-a" / "server.log").write_bytes(logs[0].read_bytes())
+    (folder / "notes.md").write_text("not a log")
+    result = runner.invoke(app, ["classify", "--json", str(logs[1]), str(logs[2]), str(folder)])
+    assert result.exit_code == 0, result.output
+    docs = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [d["file"] for d in docs] == [str(logs[1]), str(logs[2]), str(folder / "cell-a" / "server.log")]
+    for doc in docs:
+        assert {"category", "phase", "root_cause_line", "evidence", "warnings", "tracebacks", "markers"} <= set(doc)
+
+
+def test_a_missing_file_among_several_exits_2_after_classifying_the_rest(tmp_path: Path) -> None:
+    log = CRASH_LOGS / "vllm-569-failed-to-load-tokenizer.log"
+    result = runner.invoke(app, ["classify", "--json", str(tmp_path / "gone.log"), str(log)])
+    assert result.exit_code == 2
+    assert "cannot read" in result.output
+    (doc,) = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert doc["category"] == "tokenizer_or_template_error"
+
+
+def test_json_says_why_and_the_human_report_shows_it() -> None:
+    log = CRASH_LOGS / "llm-compressor-959-vllm-keyerror-weight-scale.log"
+    doc = json.loads(runner.invoke(app, ["classify", "--json", str(log)]).stdout)
+    evidence = doc["evidence"]
+    assert evidence["exception_type"] == "KeyError"
+    assert evidence["innermost_frame"].endswith("in load_weights")
+    assert evidence["rule"]
+    human = runner.invoke(app, ["classify", str(log)]).stdout
+    assert f"decided by {evidence['rule']}" in human
+
+
+def test_classify_imports_no_ssh_http_or_terminal_library() -> None:
+    log = CRASH_LOGS / "vllm-569-failed-to-load-tokenizer.log"
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print(sorted(m for m in ('paramiko', 'fabric', 'httpx', 'rich') if m in sys.modules),"
+        " file=sys.stderr))\n"
+        f"sys.argv = ['orchestrator', 'classify', '--json', {str(log)!r}]\n"
+        "from orchestrator.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["category"] == "tokenizer_or_template_error"
+    assert done.stderr.strip().splitlines()[-1] == "[]"

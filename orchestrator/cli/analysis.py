@@ -12,8 +12,8 @@ from orchestrator.analysis.compare import compare_installs
 from orchestrator.analysis.explain import explain as explain_view
 from orchestrator.analysis.inputs import SweepView
 from orchestrator.analysis.render import render_comparison, render_explanation
-from orchestrator.cli import app
 from orchestrator.cli.common import exits_on_error, open_store
+from orchestrator.cli.root import app
 from orchestrator.report.views import sweep_view
 from orchestrator.store.sqlite import Store
 

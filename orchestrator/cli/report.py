@@ -10,8 +10,8 @@ import typer
 from orchestrator.analysis.compare import compare as compare_views
 from orchestrator.analysis.explain import explain
 from orchestrator.analysis.render import render_comparison, render_explanation
-from orchestrator.cli import app
 from orchestrator.cli.common import exits_on_error, open_store
+from orchestrator.cli.root import app
 from orchestrator.report.bugreport import render_bugreport
 from orchestrator.report.html import render_html
 from orchestrator.report.table import render_md

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from orchestrator.cli import app
 from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
+from orchestrator.cli.root import app
 from orchestrator.config.model import HostConfig, Matrix
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.argv import cell_from_argv

@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 
 import typer
 
-from orchestrator.cli import app
 from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
+from orchestrator.cli.root import app
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
 from orchestrator.model import Status

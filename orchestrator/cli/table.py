@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli import app
 from orchestrator.cli.common import make_console
+from orchestrator.cli.root import app
 from orchestrator.errors import StoreError
 from orchestrator.report.table import TableFormat, render, term_table
 from orchestrator.store import Store, default_db_path

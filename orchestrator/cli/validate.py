@@ -9,8 +9,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.cli import app
 from orchestrator.cli.common import exits_on_error, make_console, resolve_host
+from orchestrator.cli.root import app
 from orchestrator.config.load import load_matrix
 from orchestrator.errors import ConfigError
 from orchestrator.host.session import HostSession
