@@ -252,3 +252,20 @@ def test_proxy_command_from_ssh_config_carries_the_connection(sshd: SshdHost, tm
         assert t.run("echo via proxy").stdout == b"via proxy\n"
     # Two logins, not one: the proxy's own (`ssh -W`) and ours through its forwarded channel.
     assert sshd.log.read_bytes().count(b"Accepted publickey") == before + 2
+
+
+@pytest.mark.parametrize("jump", ["orch-bastion", "orch-bastion,orch-bastion2"])
+def test_proxy_jump_goes_through_the_bastion(sshd: SshdHost, tmp_path: Path, jump: str) -> None:
+    """ProxyJump one hop and a chain: each hop is a login on the bastion, the target's login comes through it."""
+    config = tmp_path / "ssh_config"
+    common = (
+        f"  HostName 127.0.0.1\n  Port {sshd.port}\n  User {sshd.user}\n"
+        f"  IdentityFile {sshd.client_key}\n  UserKnownHostsFile {sshd.known_hosts}\n"
+    )
+    config.write_text(
+        f"Host gpu-box\n  ProxyJump {jump}\n{common}Host orch-bastion\n{common}Host orch-bastion2\n{common}"
+    )
+    before = sshd.log.read_bytes().count(b"Accepted publickey")
+    with open_transport(SshTarget("gpu-box", ssh_config_path=str(config))) as t:
+        assert t.run("echo via jump").stdout == b"via jump\n"
+    assert sshd.log.read_bytes().count(b"Accepted publickey") == before + 1 + len(jump.split(","))

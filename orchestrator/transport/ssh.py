@@ -43,7 +43,7 @@ from orchestrator.transport.base import CommandResult, Transport, check_byte_ran
 from orchestrator.transport.hostkeys import apply_host_key_policy, changed_key_error
 from orchestrator.transport.launch import EXIT_PID_FILE_EXISTS, LAUNCH_TIMEOUT_S, LaunchRequest
 from orchestrator.transport.shell import ShellCommand
-from orchestrator.transport.ssh_target import SshTarget, resolve
+from orchestrator.transport.ssh_target import SshTarget, jump_target, resolve
 
 # Reconnect policy: read at call time, so tests may shorten it by patching these names.
 # By time, not by attempts: an sshd restart takes seconds, and five quick attempts (0.75 s) gave up on it.
@@ -89,6 +89,7 @@ class SshTransport(Transport):
         self._lock = threading.RLock()
         self._connected_once = False
         self._epoch = 0
+        self._jump: SshTransport | None = None  # the bastion of a ProxyJump
 
     def describe(self) -> str:
         """`ssh user@host:port` (with the alias, if one was used)."""
@@ -168,8 +169,11 @@ class SshTransport(Transport):
         return transport.open_channel("direct-tcpip", (host, port), ("127.0.0.1", 0), timeout=timeout)
 
     def close(self) -> None:
-        """Close the connection; the next operation opens a new one."""
+        """Close the connection (and the bastion's); the next operation opens a new one."""
         self._disconnect()
+        jump, self._jump = self._jump, None
+        if jump is not None:
+            jump.close()
 
     # -- one attempt of each operation ---------------------------------------------------------
 
@@ -341,9 +345,14 @@ class SshTransport(Transport):
         self._connected_once = True
         self._epoch += 1
 
-    def _socket(self) -> socket.socket | paramiko.ProxyCommand:
+    def _socket(self) -> socket.socket | paramiko.ProxyCommand | paramiko.Channel:
         """The connection's socket: the config's ProxyCommand, else a TCP socket with TCP_NODELAY."""
         t = self.target
+        if t.proxy_jump:
+            # Fabric's gateway idea: a direct-tcpip channel from the bastion is the next hop's socket.
+            if self._jump is None:
+                self._jump = SshTransport(jump_target(t), sleep=self._sleep)
+            return self._jump.open_channel(t.hostname, t.port, timeout=t.connect_timeout)
         if t.proxy_command:
             return paramiko.ProxyCommand(t.proxy_command)
         sock = socket.create_connection((t.hostname, t.port), timeout=t.connect_timeout)

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.transport.ssh_include import config_text
+
 DEFAULT_PORT = 22
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 
@@ -28,6 +30,8 @@ class SshTarget:
     accept_new_host_keys: bool = False
     ssh_config_path: str | None = "~/.ssh/config"
     connect_timeout: float = 10.0
+    proxy_jump: str | None = None
+    """Overrides the config's ProxyJump (`a,b`; "" for none); None reads the config."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,9 @@ class ResolvedTarget:
     accept_new_host_keys: bool
     connect_timeout: float
     proxy_command: str | None = None
+    proxy_jump: tuple[str, ...] = ()
+    """Jump hosts in order (`[user@]host[:port]` or aliases); the last one forwards to this host."""
+    ssh_config_path: str | None = None
     """The config's ProxyCommand, tokens expanded: its stdin/stdout is the connection's socket."""
 
     @property
@@ -64,7 +71,7 @@ def resolve(target: SshTarget) -> ResolvedTarget:
         if os.path.isfile(path):
             import paramiko  # here, not at the top: building an SshTarget must not cost paramiko's import
 
-            found = paramiko.SSHConfig.from_path(path).lookup(target.host)
+            found = paramiko.SSHConfig.from_text(config_text(path)).lookup(target.host)
     identity = found.get("identityfile") or []
     key_files = (target.key_filename,) if target.key_filename else tuple(identity)
     # UserKnownHostsFile may list several files; the first is the one OpenSSH adds new keys to.
@@ -75,13 +82,15 @@ def resolve(target: SshTarget) -> ResolvedTarget:
         hostname=str(found.get("hostname", target.host)),
         port=int(target.port or found.get("port", DEFAULT_PORT)),
         user=target.user or str(found.get("user", "")) or getpass.getuser(),
-        key_files=tuple(os.path.expanduser(k) for k in key_files),
+        key_files=tuple(dict.fromkeys(os.path.expanduser(k) for k in key_files)),  # OpenSSH drops repeats
         known_hosts=os.path.expanduser(known_hosts),
         # `StrictHostKeyChecking accept-new` is the config file's way to opt in; changed keys stay refused.
         accept_new_host_keys=target.accept_new_host_keys
         or str(found.get("stricthostkeychecking", "")).lower() == "accept-new",
         connect_timeout=float(found.get("connecttimeout", target.connect_timeout)),
         proxy_command=_proxy_command(found.get("proxycommand")),
+        proxy_jump=_proxy_jump(target.proxy_jump if target.proxy_jump is not None else found.get("proxyjump")),
+        ssh_config_path=target.ssh_config_path,
     )
 
 
@@ -89,3 +98,26 @@ def _proxy_command(value: object) -> str | None:
     """ProxyCommand as paramiko's lookup expanded it (%h %p %r), or None for absent or `none`."""
     text = str(value).strip() if value else ""
     return text if text and text.lower() != "none" else None
+
+
+def _proxy_jump(value: object) -> tuple[str, ...]:
+    """`a,b` as a tuple of hops; absent or `none` is no hop."""
+    text = str(value).strip() if value else ""
+    if not text or text.lower() == "none":
+        return ()
+    return tuple(hop.strip() for hop in text.split(",") if hop.strip())
+
+
+def jump_target(target: ResolvedTarget) -> SshTarget:
+    """The last jump host of `target`, itself reached through the hops before it (as `ssh -J a,b` does)."""
+    *before, last = target.proxy_jump
+    user, _, rest = last.rpartition("@")
+    host, _, port = rest.partition(":")
+    return SshTarget(
+        host,
+        port=int(port) if port else None,
+        user=user or None,
+        ssh_config_path=target.ssh_config_path,
+        connect_timeout=target.connect_timeout,
+        proxy_jump=",".join(before) if before else None,
+    )
