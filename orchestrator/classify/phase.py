@@ -23,7 +23,7 @@ FRAME_HINTS: tuple[tuple[re.Pattern[str], Phase], ...] = tuple(
          r"|argparse\.py|arg_utils\.py|server_args\.py\", line \d+, in |in create_engine_config$|in _verify_args$",
          Phase.ARG_PARSE),
         (r"in (?:capture|capture_one_batch_size|capture_model|_capture_graph|capture_graph|init_device_graphs)$"
-         r"|cuda_graph_runner\.py|cudagraph", Phase.CUDA_GRAPH_CAPTURE),
+         r"|cuda_graph_runner\.py|cudagraph|torch[/\\]cuda[/\\]graphs\.py", Phase.CUDA_GRAPH_CAPTURE),
         (r"in (?:init_memory_pool|profile_run|profile_max_num_token|determine_num_available_blocks"
          r"|determine_available_memory|_initialize_kv_caches|initialize_cache|init_cache_engine)$|memory_pool\.py",
          Phase.MEMORY_ALLOC),

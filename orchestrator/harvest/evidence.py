@@ -180,7 +180,8 @@ class EvidenceBuilder:
             self._deprecations.add(message, message, line)
             if not warning:
                 self._warnings.add(message, message, line)
-        indented = p.body[:1] in (" ", "\t")
+        # Indented lines are code and continuations, except C++'s `  what():  <message>` of a thrown exception.
+        indented = p.body[:1] in (" ", "\t") and not message.startswith("what():")
         stated = stated_failures(rows, message, indented=indented, level=p.level)
         if stated and self._fatal is None:
             self._fatal = line

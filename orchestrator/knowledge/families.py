@@ -74,7 +74,8 @@ FAMILIES: tuple[Family, ...] = (
     # Where it was raised.
     Family("args_code", C.INVALID_ARGUMENT, 45, exception=_BAD_INPUT,
            frames=r"in (?:parse_args|prepare_server_args|parse_cli_args|from_cli_args|check_server_args|_pull_args\w*"
-           r"|_handle_\w+|create_engine_config)$|argparse\.py|arg_utils\.py|server_args\.py\", line \d+, in "),
+           r"|_handle_\w+|create_engine_config|_?verify_\w+|_?check_\w*args\w*)$|argparse\.py|arg_utils\.py"
+           r"|server_args\.py\", line \d+, in "),
     Family("weights_code", C.WEIGHTS_LOAD_ERROR, 50,
            frames=r"in (?:load_weights\w*|_load_weights\w*|weight_loader\w*|_weight_loader\w*|load_state_dict"
            r"|_load_module|load_checkpoint\w*|_load_\w*weight\w*|\w*weights_iterator|_prepare_weights"

@@ -56,4 +56,5 @@ def is_fatal_line(line: str) -> bool:
     p = parse(strip_ansi(line))
     message = p.body.strip()
     warning = kinds.is_warning(p, message)
-    return bool(fatal_rows(message, warning=warning, indented=p.body[:1] in (" ", "\t"), level=p.level))
+    indented = p.body[:1] in (" ", "\t") and not message.startswith("what():")
+    return bool(fatal_rows(message, warning=warning, indented=indented, level=p.level))

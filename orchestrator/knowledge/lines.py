@@ -39,6 +39,8 @@ EXCEPTION_START_RE = re.compile(
 )
 """A message that begins with a Python exception: `KeyError: 'x'`, `torch.OutOfMemoryError: ...`, `AssertionError`."""
 
+_MARKUP = re.compile(r"(?:\*\*|__)_?(?=[A-Z\[(\d])|[*_]{1,3}(?=(?:ERROR|WARNING|INFO|CRITICAL|\[)\b)")
+"""Markdown emphasis a paste into an issue wrapped around a log line (`**_ERROR 11-25 ...`)."""
 _TB_EXCEPTION = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(:\s.*|:)?\s*$")
 _EXC_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Iteration", "Failed", "Failure", "Fault", "Warning")
 
@@ -74,6 +76,9 @@ def parse(text: str) -> Parsed:
     timestamp and level are the server's own.
     """
     pos, ts, level, key, style = 0, None, None, "", None
+    decoration = _MARKUP.match(text)
+    if decoration:
+        pos = decoration.end()
     for _ in range(3):
         layer = _layer(text, pos)
         if layer is None:

@@ -171,8 +171,9 @@ SIGNATURES: tuple[Signature, ...] = (
         example="Exception: Capture cuda graph failed: CUDA error: operation not permitted when stream is capturing"),
     sig("stream_capturing", C.CUDA_GRAPH_CAPTURE_FAILED, 70,
         r"operation not permitted when stream is capturing|cudaErrorStreamCapture\w*|capture (?:has been )?invalidated"
-        r"|during CUDA graph capture|cudaStreamCaptureStatusActive",
-        ("stream is capturing", "cudaErrorStreamCapture", "invalidated", "CUDA graph capture", "cudaStreamCapture"),
+        r"|during CUDA graph capture|cudaStreamCaptureStatusActive|(?i:previous error during capture)",
+        ("stream is capturing", "cudaErrorStreamCapture", "invalidated", "CUDA graph capture", "cudaStreamCapture",
+         "during capture"),
         phase=P.CUDA_GRAPH_CAPTURE,
         example="RuntimeError: CUDA error: operation not permitted when stream is capturing"),
     # NCCL and torch.distributed.
@@ -242,9 +243,10 @@ SIGNATURES: tuple[Signature, ...] = (
         r"not|is not|are not) (?:found|present|loaded|initialized) in (?:the )?(?:checkpoint|state[_ ]dict|params_dict"
         r"|model|safetensors)|\b(?:shape|size|dtype) mismatch\b.{0,100}\b(?:weight|param\w*|checkpoint|loaded)"
         r"|\b(?:weight|param\w*|checkpoint|loaded_weight)\w*\b.{0,100}\b(?:shape|size) mismatch"
-        r"|(?:failed to|could not|cannot|unable to) load (?:the )?(?:model )?(?:weights|checkpoint|state[_ ]dict)",
+        r"|(?:failed to|could not|cannot|unable to) load (?:the )?(?:model )?(?:weights|checkpoint|state[_ ]dict)"
+        r"|There is no (?:module or )?parameter named",
         ("issing", "nexpected", "nused", "nknown", "nmatched", "not found", "not present", "not loaded",
-         "not initialized", "mismatch", "load"), phase=P.MODEL_LOAD,
+         "not initialized", "mismatch", "load", "parameter named"), phase=P.MODEL_LOAD,
         example="ValueError: Missing weights in checkpoint: model.layers.0.mlp.experts.w13_weight_scale"),
     sig("parameter_key_error", C.WEIGHTS_LOAD_ERROR, 50,
         r"^KeyError: '(?:\w+\.)+\w*(?:weight|bias|scale|qweight|qzeros|scales|g_idx|zero_point)\w*'",

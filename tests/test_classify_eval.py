@@ -1,0 +1,66 @@
+"""The classifier scored the honest way: floors on every labelled set of real logs, not answers per file.
+
+Uses scripts/eval_classify.py (the same figures `scripts/eval-classify DIR...` prints) over the shared
+fixtures and the real logs gathered into tests/data/real-logs/.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from tests.paths import CRASH_LOGS, REPO
+
+REAL_LOGS = REPO / "tests" / "data" / "real-logs"
+CATEGORIES = {
+    "invalid_argument", "unsupported_config", "import_error", "cuda_oom", "kv_cache_too_small", "cuda_device_assert",
+    "nan_in_probs", "illegal_memory_access", "nccl_error", "cuda_graph_capture_failed",
+    "kernel_not_supported_on_arch", "weights_load_error", "hang_or_timeout", "tokenizer_or_template_error",
+    "port_in_use", "process_killed", "kernel_jit_error", "gpu_memory_in_use", "warmup_request_failed",
+    "wrong_output", "python_exception_other", "unknown", "healthy",
+}  # fmt: skip
+
+
+def _eval() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("eval_classify", REPO / "scripts" / "eval_classify.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["eval_classify"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_real_logs_are_labelled_in_the_fixture_format() -> None:
+    ev = _eval()
+    labels = ev.labels_of(REAL_LOGS)
+    assert {p.stem for p in REAL_LOGS.glob("*.log")} == {label["id"] for label in labels}
+    sources = [label["source"] for label in labels]
+    fixture_sources = {label["source"] for label in ev.labels_of(CRASH_LOGS)}
+    assert len(set(sources)) == len(sources) and not set(sources) & fixture_sources
+    for label in labels:
+        assert label["category"] in CATEGORIES, label["id"]
+        assert "#" in label["source"] and label["notes"], label["id"]
+        lines = (REAL_LOGS / f"{label['id']}.log").read_text(encoding="utf-8", errors="replace").split("\n")
+        assert label["root_cause_line"] in lines, label["id"]
+
+
+def test_floors_on_every_labelled_set() -> None:
+    ev = _eval()
+    scored = ev.score_folder(CRASH_LOGS) + ev.score_folder(REAL_LOGS)
+    figures = ev.figures(scored)
+    assert figures["logs"] >= 40
+    assert figures["category_accuracy"] >= 0.90, figures
+    assert figures["root_cause_line"] >= 0.90, figures
+    assert figures["healthy_false_alarms"] == 0, figures
+    assert figures["missed_failures"] == 0, figures
+
+
+def test_the_script_prints_the_figures(capsys: object) -> None:
+    ev = _eval()
+    assert ev.main([str(CRASH_LOGS), "--json"]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    doc = json.loads(out)
+    assert {"category_accuracy", "root_cause_line", "healthy_false_alarms", "confusion"} <= set(doc)
