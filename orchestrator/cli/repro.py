@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from orchestrator.classify.unlaunched import infra_verdict
 from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
 from orchestrator.cli.root import app
 from orchestrator.config.load import matrix_from_yaml
@@ -37,7 +38,7 @@ from orchestrator.report.repro import ReproLaunch, render_repro_script, repro_la
 from orchestrator.store.records import RunRecord, SweepRecord, new_run_id, new_sweep_id
 from orchestrator.store.secrets import MASK
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep.cell_run import infra_verdict, watch_attempt
+from orchestrator.sweep.cell_run import watch_attempt
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.preflight import run_preflight
 

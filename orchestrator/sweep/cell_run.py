@@ -14,12 +14,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from orchestrator.classify.unlaunched import infra_verdict
 from orchestrator.config.model import HostConfig, Matrix, masked_env, resolve_env
 from orchestrator.errors import LaunchError, OrchestratorError, TransportError
 from orchestrator.host.facts import GpuHolder
 from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
-from orchestrator.model import Category, Cell, Phase, Status, Verdict
+from orchestrator.model import Cell, Phase, Verdict
 from orchestrator.store.records import RunRecord, new_run_id
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.execute import PhaseCallback, RunSettings, execute_run
@@ -71,11 +72,6 @@ def build_spec(
         install=plan.cell.install,
     )
     return spec, secrets
-
-
-def infra_verdict(exc: BaseException, phase: Phase | None = None) -> Verdict:
-    """The verdict of an attempt the orchestrator or the host failed, not SGLang."""
-    return Verdict(Status.INFRA, phase, Category.UNKNOWN, None, reason=f"{type(exc).__name__}: {exc}")
 
 
 def record_unlaunched(store: Store, sweep_id: str, host: str, cell: Cell, verdict: Verdict) -> str:

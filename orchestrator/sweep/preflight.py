@@ -10,10 +10,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.classify.unlaunched import rejected_verdict
 from orchestrator.errors import HostBusy
 from orchestrator.host.facts import GpuHolder
 from orchestrator.host.session import HostSession
-from orchestrator.model import Category, Cell, Phase, Status, Verdict
+from orchestrator.model import Cell, Verdict
 from orchestrator.settings import Deadlines
 from orchestrator.sweep.plan import CellPlan, plan_cells
 from orchestrator.transport.shell import Raw, ShellCommand
@@ -42,7 +43,7 @@ class Preflight:
 
 def invalid_verdict(plan: CellPlan) -> Verdict:
     """The verdict of a cell rejected by preflight."""
-    return Verdict(Status.INVALID, Phase.PREFLIGHT, Category.INVALID_ARGUMENT, None, reason=plan.reason)
+    return rejected_verdict(plan.reason)
 
 
 def describe_holders(holders: Sequence[GpuHolder]) -> str:

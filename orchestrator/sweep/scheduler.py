@@ -15,10 +15,11 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
+from orchestrator.classify.unlaunched import gpus_unavailable_verdict, skipped_verdict
 from orchestrator.config.model import Matrix
 from orchestrator.host.facts import GpuHolder
 from orchestrator.host.session import HostSession
-from orchestrator.model import Category, Cell, Phase, Status, Verdict
+from orchestrator.model import Cell, Phase, Status, Verdict
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched, run_attempt
 from orchestrator.sweep.execute import RunSettings
@@ -170,7 +171,7 @@ class Scheduler:
             f"{cause.cell.label or cause.cell.cell_id}: {cause.verdict.reason}"
         )
         while pending:
-            self._record_unlaunched(pending.popleft(), Verdict(Status.SKIPPED, None, Category.UNKNOWN, None, reason))
+            self._record_unlaunched(pending.popleft(), skipped_verdict(reason))
 
     def _take_unheld(self, count: int, holders: _Holders, taking: set[int]) -> tuple[int, ...] | None:
         """Free GPUs that no foreign process holds; GPUs a foreign process took mid-sweep leave the pool."""
@@ -198,12 +199,8 @@ class Scheduler:
         held = [self.foreign[g] for g in sorted(self.foreign)]
         while pending:
             job = pending.popleft()
-            verdict = Verdict(
-                Status.INFRA,
-                Phase.PREFLIGHT,
-                Category.GPU_MEMORY_IN_USE,
-                None,
-                reason=f"not launched: needs {job.plan.cell.tp_size} GPUs, only {list(self.pool.free)} are usable"
+            verdict = gpus_unavailable_verdict(
+                f"not launched: needs {job.plan.cell.tp_size} GPUs, only {list(self.pool.free)} are usable"
                 + (f"; GPUs held by processes that are not ours: {describe_holders(held)}" if held else ""),
             )
             self._record_unlaunched(job, verdict)
