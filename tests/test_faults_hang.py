@@ -129,8 +129,14 @@ def test_a_hang_is_cut_at_its_deadline_with_its_phase(hung: Observed, name: str)
     ), run.verdict
     assert run.ended_at is not None
     took = run.ended_at - run.started_at
-    assert LIMIT_S[phase] <= took <= LIMIT_S[phase] + SLACK_S, f"{name} took {took:.1f}s"
     assert run.outcome is not None
+    root = run.verdict.root_cause_line or ""
+    if run.outcome.deadline_phase is None and "couldn't get a response" in root:
+        # The server reported its own hang (SGLang's health check: "Server couldn't get a response from
+        # detokenizer"): the wait stops on that fatal line instead of waiting out the deadline.
+        assert took <= LIMIT_S[phase] + SLACK_S, f"{name} took {took:.1f}s"
+        return
+    assert LIMIT_S[phase] <= took <= LIMIT_S[phase] + SLACK_S, f"{name} took {took:.1f}s"
     if phase.order <= Phase.WARMUP.order:
         assert run.outcome.deadline_phase is phase and not run.outcome.reached_ready
     else:
