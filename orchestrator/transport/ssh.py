@@ -317,7 +317,9 @@ class SshTransport(Transport):
             t.hostname, user=t.user, port=t.port, config=config, connect_timeout=t.connect_timeout,
             connect_kwargs={
                 "key_filename": list(t.key_files),
-                "look_for_keys": not t.key_files,
+                # With no key file: the agent (SSH_AUTH_SOCK), then ~/.ssh/id_*; IdentitiesOnly allows neither.
+                "look_for_keys": not t.key_files and not t.identities_only,
+                "allow_agent": not t.identities_only,
                 "banner_timeout": t.connect_timeout,
                 "auth_timeout": t.connect_timeout,
             },

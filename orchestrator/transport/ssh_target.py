@@ -46,6 +46,8 @@ class ResolvedTarget:
     known_hosts: str
     accept_new_host_keys: bool
     connect_timeout: float
+    identities_only: bool = False
+    """`IdentitiesOnly yes`: only the configured key files, no agent, no default identities."""
     proxy_command: str | None = None
     proxy_jump: tuple[str, ...] = ()
     """Jump hosts in order (`[user@]host[:port]` or aliases); the last one forwards to this host."""
@@ -88,6 +90,7 @@ def resolve(target: SshTarget) -> ResolvedTarget:
         accept_new_host_keys=target.accept_new_host_keys
         or str(found.get("stricthostkeychecking", "")).lower() == "accept-new",
         connect_timeout=float(found.get("connecttimeout", target.connect_timeout)),
+        identities_only=str(found.get("identitiesonly", "")).lower() == "yes",
         proxy_command=_proxy_command(found.get("proxycommand")),
         proxy_jump=_proxy_jump(target.proxy_jump if target.proxy_jump is not None else found.get("proxyjump")),
         ssh_config_path=target.ssh_config_path,
