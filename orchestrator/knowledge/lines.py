@@ -25,10 +25,12 @@ _BRACKET_LEVEL = re.compile(rf"\[[\w.\-]+\] ({_LEVEL}):? ")
 _VLLM = re.compile(r"(?:([A-Z]{1,8}) )?(\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.\-]+:\d+\]? ?")
 _ISO = re.compile(r"\[?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))\]?\s")
 """A CI runner's or container runtime's own timestamp in front of the server's line (`[2025-11-06T02:10:00.702Z] `)."""
+_LEVEL_ISO = re.compile(rf"({_LEVEL})\s+(\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s")
+"""A cloud logging export: severity, then the ISO timestamp (`ERROR 2025-04-07T19:13:52.317869663Z ...`)."""
 _PYLOG = re.compile(
     rf"(\d{{4}}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\s*[-|]\s*(?:[\w.]+\s*[-|]\s*)?({_LEVEL})\s*[-|:] ?"
 )
-_GLOG = re.compile(r"\[?([IWEF])(\d{4} \d\d:\d\d:\d\d(?:\.\d+)?)\s+\d+ [\w.\-]+:\d+\]\s?")
+_GLOG = re.compile(r"\[?([IWEF])(\d{4} \d\d:\d\d:\d\d(?:\.\d+)?)\s+\d+ [\w.\-/\\]+:\d+\]\s?(?:\[\d+/\d+(?:_\d+)?\]\s)?")
 _LEVEL_AFTER = re.compile(rf"({_LEVEL})(?::\s+| [\w.\-]+:\d+:? ?)")
 
 FRAME_RE = re.compile(r'", line (\d+), in (\S+)')
@@ -123,6 +125,8 @@ def _layer(text: str, pos: int) -> _Layer | None:
         if m := _VLLM.match(text, pos):
             return m.end(), m.group(2), m.group(1), "", "vllm"
     elif head.isupper():
+        if m := _LEVEL_ISO.match(text, pos):
+            return m.end(), m.group(2).replace("T", " ").rstrip("Z"), m.group(1), "", None
         if m := _VLLM.match(text, pos):
             return m.end(), m.group(2), m.group(1), "", "vllm"
         if m := _GLOG.match(text, pos):

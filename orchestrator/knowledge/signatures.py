@@ -267,7 +267,7 @@ SIGNATURES: tuple[Signature, ...] = (
     sig("warmup_failed", C.WARMUP_REQUEST_FAILED, 60, r"Initialization failed\. warmup error",
         "Initialization failed", phase=P.WARMUP,
         example="Initialization failed. warmup error: Traceback (most recent call last):"),
-    sig("warmup_status", C.WARMUP_REQUEST_FAILED, 62, r"res=<Response \[(?:[1-35]\d\d|4\d\d)\]>",
+    sig("warmup_status", C.WARMUP_REQUEST_FAILED, 58, r"res=<Response \[(?:[1-35]\d\d|4\d\d)\]>",
         "res=<Response", phase=P.WARMUP, example="AssertionError: res=<Response [403]>, res.text='Forbidden'"),
     # Hangs and timeouts.
     sig("watchdog_timeout", C.HANG_OR_TIMEOUT, 55,
