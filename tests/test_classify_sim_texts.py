@@ -81,5 +81,5 @@ def test_warmup_failure() -> None:
     assert (verdict.category, verdict.phase, verdict.root_cause_line) == (
         Category.WARMUP_REQUEST_FAILED,
         Phase.WARMUP,
-        log[1],
+        log[-1],  # the status the warm-up request got names the cause; the line above only wraps it
     )

@@ -85,7 +85,8 @@ def candidates(evidence: Evidence) -> list[Candidate]:
 
 
 def _survived(cand: Candidate, ready: int | None, activity: int | None) -> bool:
-    recoverable = cand.category in RECOVERABLE
+    # A statement that something died (a follow-up) is never outlived, whatever the lines after it show.
+    recoverable = cand.category in RECOVERABLE and not cand.generic
     return survived(cand.line.line_no, ready=ready, activity=activity, recoverable=recoverable)
 
 

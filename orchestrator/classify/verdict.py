@@ -20,6 +20,7 @@ from typing import Any
 
 from orchestrator.classify.candidates import Candidate, candidates
 from orchestrator.classify.phase import frame_phase
+from orchestrator.classify.survival import ready_line_no
 from orchestrator.harvest.records import Evidence, LogLine
 from orchestrator.knowledge.lines import parse, strip_ansi, ts_key
 from orchestrator.knowledge.markers import UVICORN_MARKER
@@ -237,7 +238,19 @@ def _healthy(evidence: Evidence, phase: Phase | None) -> Verdict:
     reached = phase or _marker_phase(evidence)
     last = evidence.last_marker
     reason = f"no failure in the log; last marker: {last.name}" if last else "no failure in the log"
-    return Verdict(Status.PASS, reached, Category.HEALTHY, _last_marker_line(evidence), reason)
+    return Verdict(Status.PASS, reached, Category.HEALTHY, _health_line(evidence), reason)
+
+
+def _health_line(evidence: Evidence) -> str | None:
+    """The line that shows health: the ready marker (else uvicorn's), else the last line the log reached."""
+    ready = ready_line_no(evidence)
+    if ready is not None:
+        return next(m.line.text for m in evidence.markers if m.line.line_no == ready)
+    listening = evidence.marker(UVICORN_MARKER)
+    if listening is not None:
+        return listening.line.text
+    last = next((line for line in reversed(evidence.tail) if line.strip()), None)
+    return last if last is not None else _last_marker_line(evidence)
 
 
 def _verdict(category: Category, phase: Phase | None, root: str | None, reason: str) -> Verdict:

@@ -41,8 +41,11 @@ EXCEPTION_START_RE = re.compile(
 )
 """A message that begins with a Python exception: `KeyError: 'x'`, `torch.OutOfMemoryError: ...`, `AssertionError`."""
 
-_MARKUP = re.compile(r"(?:\*\*|__)_?(?=[A-Z\[(\d])|[*_]{1,3}(?=(?:ERROR|WARNING|INFO|CRITICAL|\[)\b)")
-"""Markdown emphasis a paste into an issue wrapped around a log line (`**_ERROR 11-25 ...`)."""
+_MARKUP = re.compile(
+    r"(?:\*\*|__)_?(?=[A-Z\[(\d])|[*_]{1,3}(?=(?:ERROR|WARNING|INFO|CRITICAL|\[)\b)|\s*\|\s(?=\s*\[?\d{4}-\d\d-\d\dT)"
+)
+"""Markdown emphasis a paste into an issue wrapped around a log line (`**_ERROR 11-25 ...`), and a CI viewer's
+gutter before its own timestamp (`  | [2024-09-05T00:38:34Z] ...`)."""
 _TB_EXCEPTION = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(:\s.*|:)?\s*$")
 _EXC_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Iteration", "Failed", "Failure", "Fault", "Warning")
 

@@ -58,8 +58,9 @@ SIGNATURES: tuple[Signature, ...] = (
         example="RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."),
     sig("kv_smaller_than_context", C.KV_CACHE_TOO_SMALL, 85,
         r"larger than the maximum number of tokens that can be stored in KV cache"
-        r"|No available memory for the cache blocks|KV cache is needed, which is larger than the available KV cache",
-        ("stored in KV cache", "No available memory for the cache blocks", "KV cache is needed"),
+        r"|No available memory for the cache blocks|KV cache is needed, which is larger than the available KV cache"
+        r"|To serve at least one request with the models?'?s? max seq len",
+        ("stored in KV cache", "No available memory for the cache blocks", "KV cache is needed", "To serve at least"),
         phase=P.MEMORY_ALLOC,
         example="The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in "
         "KV cache (23648)."),
@@ -182,6 +183,12 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|DistBackendError|Watchdog caught collective operation timeout|ProcessGroupNCCL.{0,80}(?:[Ee]rror|timeout)",
         ("NCCL", "nccl", "DistBackendError", "Watchdog caught collective"),
         example="RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"),
+    sig("nccl_warn_connection", C.NCCL_ERROR, 76,
+        r"NCCL WARN .{0,160}(?:connection abort|[Cc]onnection reset|unhandled (?:system|cuda) error|[Tt]imeout"
+        r"|timed out)",
+        "NCCL WARN", in_warnings=True,
+        example="h1:139:1092 [7] socket.c:485 NCCL WARN socketStartConnect: Connect to 10.0.0.2<38455> failed : "
+        "Software caused connection abort"),
     sig("dist_init_failed", C.NCCL_ERROR, 60,
         r"DistNetworkError|(?:c10d|TCPStore|gloo).{0,80}(?:Connection refused|timed? ?out|failed)"
         r"|init_process_group.{0,60}(?:failed|timed? ?out)",
@@ -267,7 +274,7 @@ SIGNATURES: tuple[Signature, ...] = (
     sig("warmup_failed", C.WARMUP_REQUEST_FAILED, 60, r"Initialization failed\. warmup error",
         "Initialization failed", phase=P.WARMUP,
         example="Initialization failed. warmup error: Traceback (most recent call last):"),
-    sig("warmup_status", C.WARMUP_REQUEST_FAILED, 58, r"res=<Response \[(?:[1-35]\d\d|4\d\d)\]>",
+    sig("warmup_status", C.WARMUP_REQUEST_FAILED, 62, r"res=<Response \[(?:[1-35]\d\d|4\d\d)\]>",
         "res=<Response", phase=P.WARMUP, example="AssertionError: res=<Response [403]>, res.text='Forbidden'"),
     # Hangs and timeouts.
     sig("watchdog_timeout", C.HANG_OR_TIMEOUT, 55,
@@ -314,9 +321,9 @@ SIGNATURES: tuple[Signature, ...] = (
         ("oom", "OOM", "Oom", "Out of memory", "memory monitor", "memory", "killed"),
         example="Out of memory: Killed process 12345 (python3) total-vm:812345678kB"),
     sig("killed", C.PROCESS_KILLED, 15,
-        r"^Killed\b|\d Killed\s|\bKilled\s*$|\bsignal 9\b|SIGKILL|exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*"
-        r"(?:-9|137)\b|exitcode[:=] ?-9\b|return ?code[:= ]*(?:-9|137)\b",
-        ("Killed", "signal 9", "SIGKILL", "exit", "code"), example="Killed"),
+        r"^Killed\b|\d Killed\s|\bKilled\s*$|\bsignal 9\b|SIGKILL|(?i:exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*"
+        r"(?:-9|137)\b|exitcode[:=] ?-9\b|return ?code[:= ]*(?:-9|137)\b)",
+        ("Killed", "signal 9", "SIGKILL", "exit", "Exit", "EXIT", "code"), example="Killed"),
     sig("traceback", C.PYTHON_EXCEPTION_OTHER, 8, r"Traceback \(most recent call last\)", "Traceback",
         example="Traceback (most recent call last):"),
     sig("child_failed", C.UNKNOWN, 5,
@@ -324,7 +331,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"crashed|EngineCore failed to start|Engine core initialization failed|Engine process failed to start"
         r"|WorkerProc (?:hit an exception|failed)|Worker \S+ pid \d+ died|died, exit code|exited unexpectedly"
         r"|scheduler is dead|(?:has|have) died\b|\bis dead\b|exit(?:ed)? (?:with )?(?:code|status)[: =]+[1-9]\d*\b"
-        r"|returned non-zero exit status|exitcode[:=] ?[1-9]|(?i:see (?:the )?root cause above)",
+        r"|returned non-zero exit status|exitcode[:=] ?[1-9]|(?i:see (?:the )?root cause above)"
+        r"|\bdied unexpectedly\b|\bdied\b,? (?:with|shutting down)",
         ("sigquit", "SIGQUIT", "Child process", "crashed", "failed to start", "initialization failed", "WorkerProc",
          "died", "exited unexpectedly", "is dead", "exit", "root cause above"), generic=True,
         example="Received sigquit from a child process. It usually means the child failed."),
