@@ -23,9 +23,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.harvest.read import read_evidence
-
 from orchestrator.classify.verdict import classify
+from orchestrator.harvest.read import read_evidence
 
 
 @dataclass(frozen=True)
