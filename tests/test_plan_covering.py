@@ -9,15 +9,7 @@ from hypothesis import strategies as st
 
 from orchestrator.matrix.cost import default_strategy, estimate, needs_confirmation
 from orchestrator.matrix.covering import covering_cells, pairs_of
-
-AXES = {
-    "a": ["1", "2", "3"],
-    "b": ["x", "y", "z"],
-    "c": ["p", "q", "r", "s"],
-    "d": ["u", "v", "w"],
-    "e": ["m", "n", "o"],
-    "f": ["g", "h"],
-}
+from tests.plan_axes import AXES
 
 
 def _cells(axes: dict[str, list[str]]) -> list[dict[str, str]]:

@@ -9,15 +9,8 @@ from hypothesis import strategies as st
 
 from orchestrator.matrix.covering import covering_cells
 from orchestrator.sweep.localise import Observed, candidates, confirmed, next_cells
+from tests.plan_axes import AXES
 
-AXES = {
-    "a": ["1", "2", "3"],
-    "b": ["x", "y", "z"],
-    "c": ["p", "q", "r", "s"],
-    "d": ["u", "v", "w"],
-    "e": ["m", "n", "o"],
-    "f": ["g", "h"],
-}
 CELLS = [dict(zip(AXES, v, strict=True)) for v in product(*AXES.values())]
 
 

@@ -56,6 +56,12 @@ class Family:
         return exception_type is not None and self.exception_regex.search(exception_type) is not None
 
 
+ARGS_FRAMES = (
+    r"in (?:parse_args|prepare_server_args|parse_cli_args|from_cli_args|check_server_args|_pull_args\w*"
+    r"|_handle_\w+|create_engine_config|_?verify_\w+|_?check_\w*args\w*)$|argparse\.py|arg_utils\.py"
+    r"|server_args\.py\", line \d+, in "
+)
+"""Frames of the code that checks server arguments (SGLang's ServerArgs, vLLM's EngineArgs and config checks)."""
 _BAD_INPUT = r"(?:^|\.)(?:ValueError|IndexError|KeyError|TypeError|AssertionError|ArgumentError|ArgumentTypeError)$"
 
 FAMILIES: tuple[Family, ...] = (
@@ -73,9 +79,7 @@ FAMILIES: tuple[Family, ...] = (
            frames=r"in (?:_wait_and_warmup|_execute_server_warmup|_send_warmup\w*|warmup_request\w*)$", anywhere=True),
     # Where it was raised.
     Family("args_code", C.INVALID_ARGUMENT, 45, exception=_BAD_INPUT,
-           frames=r"in (?:parse_args|prepare_server_args|parse_cli_args|from_cli_args|check_server_args|_pull_args\w*"
-           r"|_handle_\w+|create_engine_config|_?verify_\w+|_?check_\w*args\w*)$|argparse\.py|arg_utils\.py"
-           r"|server_args\.py\", line \d+, in "),
+           frames=ARGS_FRAMES),
     Family("weights_code", C.WEIGHTS_LOAD_ERROR, 50,
            frames=r"in (?:load_weights\w*|_load_weights\w*|weight_loader\w*|_weight_loader\w*|load_state_dict"
            r"|_load_module|load_checkpoint\w*|_load_\w*weight\w*|\w*weights_iterator|_prepare_weights"

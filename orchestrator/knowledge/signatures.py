@@ -10,15 +10,12 @@ Patterns are searched in a line's message, with its timestamp/rank/level prefix 
 
 from __future__ import annotations
 
+from orchestrator.knowledge.families import ARGS_FRAMES
 from orchestrator.knowledge.patterns import Signature, sig
 from orchestrator.model import Category as C
 from orchestrator.model import Phase as P
 
 _ARCH = r"(?:Ampere|Hopper|Blackwell|Turing|Volta|Ada(?: Lovelace)?|sm_?\d{2,3}a?|SM ?\d{2,3}a?)\b"
-_ARGS_FRAMES = (
-    r"in (?:parse_args|prepare_server_args|parse_cli_args|from_cli_args|check_server_args|_pull_args\w*)\b"
-    r"|argparse\.py|arg_utils\.py|server_args\.py\", line \d+, in "
-)
 _BAD_INPUT = r"(?:ValueError|IndexError|KeyError|TypeError|AssertionError|ArgumentError|ArgumentTypeError)"
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -44,7 +41,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "divisible", phase=P.ARG_PARSE,
         example="ValueError: Total number of attention heads (64) must be divisible by tensor parallel size (3)."),
     sig("exception_in_arg_parsing", C.INVALID_ARGUMENT, 45, rf"^(?:[\w.]+\.)?{_BAD_INPUT}\b",
-        "Error", phase=P.ARG_PARSE, context=_ARGS_FRAMES,
+        "Error", phase=P.ARG_PARSE, context="(?m)" + ARGS_FRAMES,
         example="IndexError: list index out of range"),
     # Another process holds the GPU memory (see verdict.py for the OOM-text rule).
     sig("memory_unbalanced", C.GPU_MEMORY_IN_USE, 90,
