@@ -192,7 +192,7 @@ def main() -> int:
     mine, theirs = report.figures(ours, naive, setup)
     report.details(ours, naive, setup, mine)
     report.print_figures(mine, theirs)
-    for key, value in bench_cli.classify_one_log().items():
+    for key, value in bench_cli.cli_start().items():
         print(f"{key}: {value}")
     report.progress(f"bench done in {time.time() - began:.0f}s (load average now {os.getloadavg()[0]:.1f})")
     return 0
