@@ -14,7 +14,10 @@ from rich.console import Console
 from orchestrator.config.load import builtin_sim_host, load_hosts
 from orchestrator.config.model import HostConfig
 from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.report.table import term_lines
 from orchestrator.store import Store, default_db_path
+from orchestrator.store.records import SweepRecord
+from orchestrator.store.results import CellResult
 
 DEFAULT_HOSTS = Path("configs/hosts.yaml")
 USER_HOSTS = Path("~/.config/orchestrator/hosts.yaml")
@@ -73,3 +76,11 @@ def make_console(*, stderr: bool = False) -> Console:
     if not console.is_terminal:
         console = Console(stderr=stderr, width=200)
     return console
+
+
+def print_table(console: Console, results: list[CellResult], record: SweepRecord, *, wide: bool = False) -> None:
+    """The pass/fail table at the terminal's width, or every row whole on one line for a pipe or file."""
+    width = console.width if console.is_terminal else None
+    for line in term_lines(results, record, width, wide=wide):
+        # soft_wrap: neither wrapped nor cut by rich; the layout already fits the width it was given.
+        console.print(line, soft_wrap=True)

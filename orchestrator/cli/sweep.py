@@ -8,12 +8,12 @@ from typing import Annotated, Literal
 
 import typer
 
-from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
+from orchestrator.cli.common import exits_on_error, make_console, open_store, print_table, resolve_host
 from orchestrator.cli.root import app
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
 from orchestrator.model import Status
-from orchestrator.report.table import render, summary_line, term_table
+from orchestrator.report.table import render
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.runner import SweepHooks, SweepOptions, resume_sweep, start_sweep
@@ -61,8 +61,7 @@ def sweep(
                 sweep_id = start_sweep(store, matrix, host_config, options, hooks)
             record = store.get_sweep(sweep_id)
             results = store.cell_results(sweep_id, matrix.retries)
-        console.print(term_table(results, record))
-        console.print(summary_line(results))
+        print_table(console, results, record)
         matrix_cells = int(record.settings.get("matrix_cells", len(results)))
         used = str(record.settings.get("strategy", "full"))
         if matrix_cells > len(results):
