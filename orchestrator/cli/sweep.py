@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shlex
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -12,9 +15,14 @@ from orchestrator.cli.common import exits_on_error, make_console, open_store, pr
 from orchestrator.cli.root import app
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
+from orchestrator.errors import HostBusy, StoreError
+from orchestrator.host.session import HostSession
 from orchestrator.model import Status
 from orchestrator.report.table import render
+from orchestrator.store.records import RunRecord
+from orchestrator.store.sqlite import Store
 from orchestrator.sweep.execute import RunSettings
+from orchestrator.sweep.interrupt import Interrupts, SweepInterrupted, report_lines
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.runner import SweepHooks, SweepOptions, resume_sweep, start_sweep
 
@@ -35,6 +43,9 @@ def sweep(
 ) -> None:
     """Run every cell of a matrix on a host and print the pass/fail table."""
     console = make_console()
+    resume_with = partial(
+        resume_command, matrix_path, host=host, scenario=scenario, db=db, hosts_file=hosts_file, serial=serial
+    )
     with exits_on_error():
         matrix = load_matrix(matrix_path)
         host_config = resolve_host(host or matrix.host, scenario=scenario, hosts_file=hosts_file)
@@ -45,20 +56,52 @@ def sweep(
             on_infra=matrix.on_infra,
             strategy=strategy,
         )
-        with open_store(db) as store, SweepProgress(console) as progress:
-            hooks = SweepHooks(
-                on_plan=progress.on_plan,
-                on_event=progress.on_event,
-                on_result=progress.on_result,
-                on_reattach=lambda run, alive: console.print(
-                    f"resume: run {run.run_id} was in flight; "
-                    + ("re-attaching to it" if alive else "it is gone: its cell runs again")
-                ),
+        with open_store(db) as store:
+            interrupts = Interrupts(
+                lambda: HostSession.open(host_config),
+                store,
+                grace_s=options.settings.deadlines.stop_grace,
+                gpu_release_s=options.settings.deadlines.gpu_release,
+                on_signal=lambda text: console.print(text, markup=False, highlight=False),
             )
-            if resume:
-                sweep_id = resume_sweep(store, resume, matrix, host_config, options, hooks)
-            else:
-                sweep_id = start_sweep(store, matrix, host_config, options, hooks)
+
+            def started(sweep_id: str) -> None:
+                interrupts.started(sweep_id)
+                console.print(
+                    f"sweep {sweep_id} {'resumed' if resume else 'started'}; Ctrl-C stops it cleanly, "
+                    f"and `{resume_with(sweep_id)}` finishes it",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
+
+            with interrupts.installed():
+                try:
+                    with SweepProgress(console) as progress:
+                        hooks = SweepHooks(
+                            on_plan=progress.on_plan,
+                            on_event=progress.on_event,
+                            on_result=progress.on_result,
+                            on_reattach=lambda run, alive: console.print(
+                                f"resume: run {run.run_id} was in flight; "
+                                + ("re-attaching to it" if alive else "it is gone: its cell runs again")
+                            ),
+                            on_start=started,
+                        )
+                        if resume:
+                            sweep_id = resume_sweep(store, resume, matrix, host_config, options, hooks)
+                        else:
+                            sweep_id = start_sweep(store, matrix, host_config, options, hooks)
+                except HostBusy as exc:
+                    if not exc.run_ids:
+                        raise
+                    earlier = earlier_sweeps(store, exc.run_ids, lambda sid, path: resume_with(sid, matrix=path))
+                    raise HostBusy(f"{exc} {earlier}") from exc
+                except SweepInterrupted as exc:
+                    interrupts.settle(exc)
+                    for line in report_lines(exc, resume_with(exc.sweep_id) if exc.sweep_id else None):
+                        typer.echo(line, err=True)
+                    raise typer.Exit(exc.exit_code) from None
             record = store.get_sweep(sweep_id)
             results = store.cell_results(sweep_id, matrix.retries)
         print_table(console, results, record)
@@ -79,7 +122,59 @@ def sweep(
         skipped = sum(1 for r in results if r.status is Status.SKIPPED)
         typer.echo(
             f"error: the sweep stopped after an infra failure (on_infra: stop); {skipped} cells skipped. "
-            f"Fix the host, then finish it with: orchestrator sweep {matrix_path} --resume {sweep_id}",
+            f"Fix the host, then finish it with: {resume_with(sweep_id)}",
             err=True,
         )
         raise typer.Exit(1)
+
+
+def earlier_sweeps(store: Store, run_ids: tuple[str, ...], resume: Callable[[str, Path | None], str]) -> str:
+    """Which sweep left the servers holding the GPUs, and the two ways to clear them."""
+    by_sweep: dict[str, list[RunRecord]] = {}
+    unknown = []
+    for run_id in run_ids:
+        try:
+            run = store.get_run(run_id)
+        except StoreError:
+            unknown.append(run_id)
+            continue
+        by_sweep.setdefault(run.sweep_id, []).append(run)
+    parts = []
+    for sweep_id, runs in by_sweep.items():
+        record = store.get_sweep(sweep_id)
+        pgids = sorted({r.pgid for r in runs if r.pgid})
+        kill = " ".join(f"-{p}" for p in pgids)
+        parts.append(
+            f"They are servers of sweep {sweep_id} ({record.status}; runs {', '.join(r.run_id for r in runs)}): "
+            f"`{resume(sweep_id, Path(record.matrix_path) if record.matrix_path else None)}` follows them to their "
+            "verdicts and finishes that sweep"
+            + (f", or end them on the host with `kill -TERM -- {kill}`" if kill else "")
+            + "."
+        )
+    if unknown:
+        parts.append(
+            f"Runs {', '.join(unknown)} are not in {store.path}: the store of the sweep that launched them "
+            "(its --db) names that sweep."
+        )
+    return " ".join(parts)
+
+
+def resume_command(
+    matrix_path: Path,
+    sweep_id: str,
+    *,
+    matrix: Path | None = None,
+    host: str | None,
+    scenario: Path | None,
+    db: Path | None,
+    hosts_file: Path | None,
+    serial: bool,
+) -> str:
+    """The exact command that finishes a sweep: the same matrix (or `matrix`), host, store and inventory."""
+    words = ["orchestrator", "sweep", str(matrix or matrix_path), "--resume", sweep_id]
+    for option, value in (("--host", host), ("--scenario", scenario), ("--db", db), ("--hosts", hosts_file)):
+        if value is not None:
+            words += [option, str(value)]
+    if serial:
+        words.append("--serial")
+    return shlex.join(words)
