@@ -45,7 +45,7 @@ def _interrupt(fh: FaultHost, sig: signal.Signals) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
-def test_a_signal_stops_the_sweep_cleanly_and_its_resume_command_finishes_it(tmp_path: Path, sig: signal.Signals) -> None:
+def test_a_signal_stops_the_sweep_cleanly_and_its_resume_finishes_it(tmp_path: Path, sig: signal.Signals) -> None:
     fh = kill_host(tmp_path)
     try:
         rc, out = _interrupt(fh, sig)
