@@ -33,6 +33,9 @@ from orchestrator.store.records import (
 from orchestrator.store.results import CellResult, aggregate
 from orchestrator.store.schema import ensure_schema
 
+REPRO_OF = "repro_of"
+"""The settings key of a sweep `orchestrator repro` made: the run it reproduces."""
+
 
 @contextmanager
 def _mapped(what: str) -> Iterator[None]:
@@ -142,9 +145,13 @@ class Store:
         return [SweepRecord.from_row(r) for r in rows]
 
     def latest_sweep(self) -> SweepRecord | None:
-        """The most recently started sweep, if any."""
-        rows = self._rows("SELECT * FROM sweeps ORDER BY started_at DESC, sweep_id DESC LIMIT 1")
-        return SweepRecord.from_row(rows[0]) if rows else None
+        """The most recently started sweep of a matrix, if any: a repro's one-cell sweep is never "the latest".
+
+        After a night's sweep and a morning's `orchestrator repro RUN`, a bare `table`, `explain` or
+        `report` must still show the night's sweep; the repro's own sweep is named by its id.
+        """
+        sweeps = self.list_sweeps()
+        return next((r for r in sweeps if not r.settings.get(REPRO_OF)), sweeps[0] if sweeps else None)
 
     def resolve_sweep(self, ref: str | None) -> SweepRecord:
         """The sweep a user named: None means the latest; otherwise an id or a unique prefix of one."""
