@@ -70,6 +70,24 @@ def exits_on_error(code: int = 1) -> Iterator[None]:
         raise typer.Exit(code) from exc
 
 
+def check_output_file(path: Path, option: str) -> None:
+    """Refuse, before any work, a file that cannot be written: its folder missing or read-only, or a folder itself."""
+    folder = path.parent if str(path.parent) else Path(".")
+    reason = None
+    if path.is_dir():
+        reason = "it is a folder"
+    elif not folder.is_dir():
+        reason = f"the folder {folder} does not exist"
+    elif not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        reason = f"{folder if not path.exists() else 'it'} is read-only"
+    if reason:
+        raise ConfigError(
+            f"cannot write this {option} file: {reason}",
+            file=str(path),
+            fix=f"pass {option} a path in a writable folder",
+        )
+
+
 def make_console(*, stderr: bool = False) -> Console:
     """A console that keeps wide tables whole when the output is a file or a pipe (rich assumes 80 columns)."""
     console = Console(stderr=stderr)

@@ -11,7 +11,14 @@ from typing import Annotated, Literal
 
 import typer
 
-from orchestrator.cli.common import exits_on_error, make_console, open_store, print_table, resolve_host
+from orchestrator.cli.common import (
+    check_output_file,
+    exits_on_error,
+    make_console,
+    open_store,
+    print_table,
+    resolve_host,
+)
 from orchestrator.cli.root import app
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
@@ -47,6 +54,8 @@ def sweep(
         resume_command, matrix_path, host=host, scenario=scenario, db=db, hosts_file=hosts_file, serial=serial
     )
     with exits_on_error():
+        if json_out is not None:
+            check_output_file(json_out, "--json-out")  # now, not after a night of launches
         matrix = load_matrix(matrix_path)
         host_config = resolve_host(host or matrix.host, scenario=scenario, hosts_file=hosts_file)
         options = SweepOptions(
