@@ -127,6 +127,15 @@ def sweep(
             if isinstance(data, dict):
                 data.update(strategy=used, matrix_cells=matrix_cells)
             json_out.write_text(json.dumps(data, indent=2) + "\n")
+    if results and all(r.status is Status.INVALID for r in results):
+        # A typo in every cell is not a finished sweep: a script or a scheduler must see it fail.
+        typer.echo(
+            f"error: {matrix_path}: every cell is invalid (the reasons are above); nothing was launched "
+            f"(fix: correct the flags; `orchestrator validate {matrix_path} --host {host_config.name}` checks them "
+            "without a sweep)",
+            err=True,
+        )
+        raise typer.Exit(1)
     if record.status == "interrupted":
         skipped = sum(1 for r in results if r.status is Status.SKIPPED)
         typer.echo(
