@@ -137,7 +137,8 @@ def test_payloads_in_flags_model_paths_env_and_name_reach_the_server_literally(t
     )
     checked = cli("validate", str(matrix), db=db)
     assert checked.returncode == 0, checked.stderr
-    assert f"{len(cells)} valid, 0 invalid" in checked.stdout
+    # Without a host nothing is checked against SGLang's flags, and validate says so (issue 20).
+    assert f"{len(cells)} cells not checked against a host" in checked.stdout
     result = cli("sweep", str(matrix), "--hosts", str(hosts), "--db", str(db), db=db)
     assert reap(workdir) == []
     assert result.returncode == 0, result.stdout + result.stderr

@@ -86,7 +86,7 @@ def sweep(
 
             with interrupts.installed():
                 try:
-                    with SweepProgress(console) as progress:
+                    with SweepProgress(console, retries=matrix.retries) as progress:
                         hooks = SweepHooks(
                             on_plan=progress.on_plan,
                             on_event=progress.on_event,
