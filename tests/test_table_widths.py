@@ -116,3 +116,15 @@ def test_the_table_command_prints_whole_rows_to_a_pipe_and_wide_is_accepted(tmp_
     assert wide.exit_code == 0 and wide.output == piped.output
     data = json.loads(CliRunner().invoke(app, ["table", "--db", str(db), "-f", "json"]).output)
     assert data["cells"][2]["root_cause_line"] == LONG_CAUSE
+
+
+def test_an_unset_flag_reads_the_same_in_the_label_the_table_the_map_and_explain() -> None:
+    from orchestrator.analysis.predicates import shown_value
+    from orchestrator.report.heatmap import axis_value
+
+    cell = Cell(cell_id="c", flags={"enable-x": None, "kv": "bf16"}, axes=("enable-x", "kv"))
+    result = aggregate(cell, [make_run(cell, state="done", verdict=make_verdict())])
+    assert cell.label == "enable-x=(unset), kv=bf16"
+    row = next(line for line in render_term([result], SWEEP, None).splitlines() if "bf16" in line)
+    assert row.startswith("(unset)  ")
+    assert axis_value(result, "enable-x") == "(unset)" == shown_value(None)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from rich.console import Console
 from rich.text import Text
 
-from orchestrator.model import FlagValue, Status
+from orchestrator.model import UNSET, FlagValue, Status
 from orchestrator.report.term_grid import Cell as GridCell
 from orchestrator.report.term_grid import Column, Grid
 from orchestrator.store.records import SweepRecord
@@ -113,8 +113,6 @@ def _human_cells(result: CellResult) -> list[str]:
     ]
 
 
-UNSET = "(unset)"
-"""How every human-readable output shows a flag a cell does not set (csv and json leave it empty or null)."""
 TERM_COLUMNS = (
     Column("status", "verdict"),
     Column("phase", "verdict"),
