@@ -103,3 +103,14 @@ def test_a_failed_cell_waiting_for_its_retry_is_not_done() -> None:
     view.on_result(AttemptResult(cell, "r", FAIL, Slot((0,), 1), True))
     assert view.done == 0 and view.attempts_left() == 1
     assert view.eta_s() == pytest.approx(5.0)
+
+
+def test_a_resumed_sweep_counts_what_ran_before() -> None:
+    clock = Clock()
+    out = io.StringIO()
+    view = SweepProgress(Console(file=out, width=200), retries=1, clock=clock)
+    view.seed({"c0": [Status.PASS], "c1": [Status.FAIL, Status.FAIL], "c2": [Status.FAIL]})
+    view.on_plan(Preflight([CellPlan(c, ("--x",)) for c in cells(4)], {}, {}))
+    # c0 and c1 are done; c2 still owes its retry, c3 its first attempt.
+    assert view.done == 2 and dict(view.counts) == {"pass": 1, "fail": 2}
+    assert view.attempts_left() == pytest.approx(1 + 1 + 2 / 3)

@@ -30,6 +30,7 @@ from orchestrator.store.records import RunRecord
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.interrupt import Interrupts, SweepInterrupted, report_lines
+from orchestrator.sweep.preflight import Preflight
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.runner import SweepHooks, SweepOptions, resume_sweep, start_sweep
 
@@ -87,8 +88,15 @@ def sweep(
             with interrupts.installed():
                 try:
                     with SweepProgress(console, retries=matrix.retries) as progress:
+
+                        def planned(preflight: Preflight) -> None:
+                            if interrupts.sweep_id and resume:
+                                # What ran before the interruption (and what re-attaching just finished) counts.
+                                progress.seed(finished_statuses(store, interrupts.sweep_id))
+                            progress.on_plan(preflight)
+
                         hooks = SweepHooks(
-                            on_plan=progress.on_plan,
+                            on_plan=planned,
                             on_event=progress.on_event,
                             on_result=progress.on_result,
                             on_reattach=lambda run, alive: console.print(
@@ -144,6 +152,15 @@ def sweep(
             err=True,
         )
         raise typer.Exit(1)
+
+
+def finished_statuses(store: Store, sweep_id: str) -> dict[str, list[Status]]:
+    """Cell id -> the statuses of its attempts that reached a verdict, in order (for a resumed sweep's counts)."""
+    statuses: dict[str, list[Status]] = {}
+    for run in store.runs(sweep_id):
+        if run.state == "done" and run.verdict and run.verdict.status not in (Status.INVALID, Status.SKIPPED):
+            statuses.setdefault(run.cell_id, []).append(run.verdict.status)
+    return statuses
 
 
 def earlier_sweeps(store: Store, run_ids: tuple[str, ...], resume: Callable[[str, Path | None], str]) -> str:

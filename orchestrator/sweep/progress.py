@@ -93,6 +93,13 @@ class SweepProgress:
             self.console.print(line, soft_wrap=True)
         self._refresh()
 
+    def seed(self, statuses: dict[str, list[Status]]) -> None:
+        """Attempts that reached their verdicts before this process (a resumed sweep): counted, not timed."""
+        with self._lock:
+            for cell_id, attempts in statuses.items():
+                self.statuses.setdefault(cell_id, []).extend(attempts)
+            self._recount()
+
     def on_event(self, cell: Cell, event: str, phase: Phase | None) -> None:
         """A launch moved on (launched, reached a phase, started a probe)."""
         with self._lock:
