@@ -129,9 +129,12 @@ class SweepProgress:
         retry = f" (retry {len(attempts) - 1} of {self.retries})" if len(attempts) > 1 else ""
         flaky = ": flaky, counted as fail" if cell_status is Status.FAIL and verdict.status is Status.PASS else ""
         # Flag values are the user's text: `[/]` in one must print as itself, not as rich markup.
+        eta = self.eta_s()
+        # In a log (no live panel) the line is the only progress report: where the sweep is and when it should end.
+        where = f" · {self.done} of {self.total} cells done" + (f", ETA {_duration(eta)}" if eta is not None else "")
         line = (
             f"* {escape(result.cell.label)}{retry}: [{style}]{verdict.status.value}[/]{why}{cause}{flaky}, "
-            f"took {took:.1f}s"
+            f"took {took:.1f}s{where}"
         )
         self.console.print(line, soft_wrap=True)
         self._refresh()
@@ -184,7 +187,7 @@ class SweepProgress:
         with self._lock:
             head = Text(
                 f"cell {min(self.done + len(self.in_flight), self.total)} of {self.total} · elapsed {elapsed:.0f}s"
-                + (f" · ETA {eta:.0f}s" if eta is not None else "")
+                + (f" · ETA {_duration(eta)}" if eta is not None else "")
                 + " · "
                 + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
             )
@@ -197,6 +200,16 @@ class SweepProgress:
 
 
 _RETRIED = (Status.FAIL, Status.INFRA)
+
+
+def _duration(seconds: float) -> str:
+    """`42s`, `7m05s`, `2h13m`: an ETA as a person reads it."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 def _cell_status(attempts: list[Status]) -> Status:
