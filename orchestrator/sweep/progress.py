@@ -23,6 +23,8 @@ from orchestrator.model import Cell, Phase, Status
 from orchestrator.sweep.cell_run import AttemptResult
 from orchestrator.sweep.preflight import Preflight
 
+RATE_WINDOW = 10
+"""Results the ETA's time per attempt is measured over (the latest ones)."""
 STATUS_STYLE = {
     Status.PASS: "green",
     Status.FAIL: "red",
@@ -64,6 +66,8 @@ class SweepProgress:
         self.in_flight: dict[str, _InFlight] = {}
         self.started = clock()
         self.first_launch: float | None = None
+        self.ends: list[float] = []
+        """When each timed attempt ended."""
         self._lock = threading.Lock()
         self._live: Live | None = None
 
@@ -118,6 +122,7 @@ class SweepProgress:
             took = self.clock() - entry.started if entry else 0.0
             if entry:
                 self.durations.append(took)
+                self.ends.append(self.clock())
             attempts = self.statuses.setdefault(result.cell.cell_id, [])
             attempts.append(verdict.status)
             self._recount()
@@ -166,15 +171,25 @@ class SweepProgress:
         return max(0.0, left)
 
     def eta_s(self) -> float | None:
-        """Seconds left: expected attempts left times the wall time one attempt has taken so far, packing included."""
+        """Seconds left: expected attempts left times the wall time an attempt has taken lately, packing included.
+
+        Lately: over the last RATE_WINDOW results (since the first launch until there are that many), so a
+        host that speeds up or slows down, or a matrix whose later cells fail sooner, moves the ETA with it.
+        """
         with self._lock:
             if not self.durations or self.first_launch is None:
                 return None
             now = self.clock()
             typical = statistics.median(self.durations)
-            # Attempts' worth of work done since the first launch: the finished ones and the share of those in flight.
-            worth = len(self.durations) + sum(min(0.9, (now - e.started) / typical) for e in self.in_flight.values())
-            per_attempt = (now - self.first_launch) / worth
+            if len(self.ends) > RATE_WINDOW:
+                # Packed launches end in waves: count what ended after the window opened, not at its edge.
+                since = self.ends[-RATE_WINDOW - 1]
+                finished = sum(end > since for end in self.ends[-RATE_WINDOW - 1 :])
+            else:
+                since, finished = self.first_launch, len(self.ends)
+            # Attempts' worth of work done in that time: those finished, and the share of those in flight.
+            flying = sum(min(0.9, (now - max(e.started, since)) / typical) for e in self.in_flight.values())
+            per_attempt = (now - since) / max(finished + flying, 1e-9)
             return self.attempts_left() * per_attempt
 
     def _refresh(self) -> None:
