@@ -166,14 +166,16 @@ class Grid:
             for head in self._header_lines(axes, plan):
                 layout.lines.append(Text(_join(head, axes, plan, self.columns), style="bold"))
         cause_at = INDENT + sum(plan.widths[i] + GAP for i in verdict)
+        beside = width - cause_at >= MIN_BESIDE
         verdict_head = [self.columns[i].header for i in verdict]
-        if self.cause is not None:
+        if self.cause is not None and beside:
             verdict_head.append(self.columns[self.cause].header)
         layout.lines.append(Text(" " * INDENT + _join(verdict_head, verdict, plan, self.columns), style="bold"))
-        beside = width - cause_at >= MIN_BESIDE
         if not beside:
             # No room after the verdict: the cause takes a line of its own, under the verdict.
             cause_at = INDENT
+            if self.cause is not None:
+                layout.lines.append(Text(" " * INDENT + self.columns[self.cause].header, style="bold"))
         cause_width = max(width - cause_at, MIN_BESIDE)
         for row in self.rows:
             if joined:
