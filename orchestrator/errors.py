@@ -83,6 +83,11 @@ class StoreError(OrchestratorError):
 class HostBusy(OrchestratorError):
     """The host's GPUs are held by processes that are not ours, or another sweep holds its lock."""
 
+    def __init__(self, message: str, *, run_ids: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.run_ids = run_ids
+        """Runs of an earlier sweep whose servers hold the GPUs (the store names their sweep)."""
+
 
 class LaunchError(OrchestratorError):
     """A launch could not be started on the host (an infra failure, not SGLang's)."""

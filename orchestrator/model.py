@@ -226,7 +226,7 @@ class Cell:
     @property
     def label(self) -> str:
         """A human signature: `attention-backend=triton, kv-cache-dtype=fp8_e4m3`."""
-        parts = [f"{name}={self.flags.get(name)}" for name in self.axes if name in self.flags]
+        parts = [f"{name}={_shown(self.flags[name])}" for name in self.axes if name in self.flags]
         if self.install:
             parts.insert(0, f"install={self.install}")
         return ", ".join(parts) or self.cell_id
@@ -241,3 +241,11 @@ class Cell:
             return max(1, int(value))
         except ValueError:
             return 1
+
+
+UNSET = "(unset)"
+"""How every human-readable output shows a flag a cell leaves out (JSON and CSV keep null / empty)."""
+
+
+def _shown(value: FlagValue) -> str:
+    return UNSET if value is None else str(value)

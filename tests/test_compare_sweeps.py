@@ -243,3 +243,21 @@ def test_identical_sweeps_show_no_change() -> None:
     result = compare(view(before), view(before))
     assert not any(result.to_dict()[k] for k in CONTRACT)
     assert "no change in the 4 matched cells" in render_comparison(result, "term")
+
+
+def test_a_failure_whose_message_differs_only_by_the_nsa_dsa_rename_is_not_changed() -> None:
+    """0.5.9 prints `nsa_backend.py` and NSA where 0.5.23 prints dsa: the same failure, not a changed one."""
+    old = "[2026-12-02 10:00:00 TP0] ValueError: NSA models with an FP8 KV cache (nsa_kv_cache_store_fp8) fail"
+    new = "[2026-12-03 10:00:00 TP0] ValueError: DSA models with an FP8 KV cache (dsa_kv_cache_store_fp8) fail"
+    assert failure_signature(old) == failure_signature(new)
+    # A real change of wording is still one; and NCCL (renamed only inside `nccl-init-addr`) is left alone.
+    assert failure_signature(old) != failure_signature(new.replace("models", "layers"))
+    assert "NCCL" in str(failure_signature("NCCL error: unhandled system error"))
+    assert failure_signature("tensa nsa2") == "tensa nsa<n>"
+    before, after = _sweeps()
+    cell = {"attention-backend": "triton", "nsa-decode-backend": "tilelang"}
+    _set(before, cell, status=OOM[0], phase=OOM[1], category=Category.UNSUPPORTED_CONFIG, root_cause_line=old)
+    renamed = {"attention-backend": "triton", "dsa-decode-backend": "tilelang"}
+    _set(after, renamed, status=OOM[0], phase=OOM[1], category=Category.UNSUPPORTED_CONFIG, root_cause_line=new)
+    result = compare(view(before, version="0.5.9"), view(after, sweep_id="s2", version="0.5.23"))
+    assert result.changed == () and result.regressions == () and result.matched == 4

@@ -89,6 +89,10 @@ def test_the_page_works_in_chromium(browser: Any, page: tuple[Path, Path], tmp_p
     target.click()
     detail = browser.find_element(By.ID, "detail")
     assert NASTY in detail.find_element(By.CSS_SELECTOR, "pre.root").text
+    # The click shows where to read more: the traceback (with its line in the log) and the log's location.
+    assert "Traceback (most recent call last)" in detail.find_element(By.CSS_SELECTOR, "pre.traceback").text
+    assert "server.log line" in detail.text.lower()  # headings are upper-cased by the style
+    assert detail.find_element(By.CSS_SELECTOR, "pre.log").text.endswith("/server.log")
     assert "pinned" in (target.get_attribute("class") or "")
     # The log line's `<b>bold</b>` must have stayed text: no element anywhere holds just "bold".
     assert not browser.execute_script("return [...document.querySelectorAll('b')].some(b => b.textContent === 'bold')")

@@ -122,6 +122,16 @@ def test_repro_reruns_the_failure_in_a_new_sweep_and_leaves_the_original_alone(
     for name in ("cmd.sh", "env.masked", "server.log"):
         assert SECRET not in (Path(again.run_dir) / name).read_text()
     assert SECRET.encode() not in db.read_bytes()
+    # The repro's one-cell sweep is never "the latest": a bare table, explain or report shows the night's sweep.
+    with Store(db, create=False) as store:
+        latest = store.latest_sweep()
+        assert latest is not None and latest.sweep_id == sweep_id
+        assert repro_sweep.started_at > latest.started_at
+    table = invoke(["table", "--db", str(db), "--format", "json"])
+    assert table.exit_code == 0 and json.loads(table.output)["sweep_id"] == sweep_id
+    assert json.loads(invoke(["table", again.sweep_id, "--db", str(db), "-f", "json"]).output)["sweep_id"] == (
+        again.sweep_id
+    )
 
 
 def store_settings(db: Path, sweep_id: str) -> dict[str, object]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.analysis.inputs import FAILED, CellOutcome, SweepView
-from orchestrator.matrix.flags import canonical_name
+from orchestrator.matrix.flags import canonical_name, canonical_words
 from orchestrator.model import FlagValue, Status
 
 MIN_ABS_READY_S = 2.0
@@ -37,7 +37,8 @@ def failure_signature(line: str | None) -> str | None:
     """A root-cause line with timestamps, addresses, ids and numbers masked, for comparing failures."""
     if line is None:
         return None
-    text = message_of(line)
+    # Renamed names (nsa -> dsa) in their new spelling: a rename alone is not a changed failure.
+    text = canonical_words(message_of(line))
     text = _TIMESTAMP.sub("<time>", text)
     text = _ADDRESS.sub("<addr>", text)
     # Long runs of hex letters and digits are uuids, hashes or tmp-dir suffixes, never the message itself.

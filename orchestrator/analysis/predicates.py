@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from orchestrator.model import FlagValue
+from orchestrator.model import UNSET, FlagValue
 
 PAIR_PENALTY = 0.05
 """A pair is one more condition than a single flag: it must separate this much better to rank above."""
@@ -93,7 +93,7 @@ class Scored:
 
 def shown_value(value: FlagValue) -> str:
     """A flag value as text; an omitted flag shows as (unset)."""
-    return "(unset)" if value is None else str(value)
+    return UNSET if value is None else str(value)
 
 
 def flag_text(name: str, values: Sequence[FlagValue]) -> str:

@@ -14,6 +14,7 @@ from orchestrator.analysis.inputs import SweepView
 from orchestrator.analysis.render import render_comparison, render_explanation
 from orchestrator.cli.common import exits_on_error, open_store
 from orchestrator.cli.root import app
+from orchestrator.errors import StoreError
 from orchestrator.report.views import sweep_view
 from orchestrator.store.sqlite import Store
 
@@ -24,6 +25,27 @@ def load_view(store: Store, ref: str | None) -> SweepView:
     """A stored sweep as the analysis reads it."""
     record = store.resolve_sweep(ref)
     return sweep_view(record, store.cell_results(record.sweep_id, int(record.settings.get("retries", 0))))
+
+
+def installs_pair(view: SweepView, installs: str, store: Store) -> tuple[str, str]:
+    """`--installs BEFORE,AFTER` checked against the sweep's installs before anything is compared."""
+    before, comma, after = (part.strip() for part in installs.partition(","))
+    known = sorted({c.install for c in view.cells if c.install})
+    if not known:
+        raise StoreError(
+            f"{store.path}: sweep {view.sweep_id} has no installs (its matrix has no `installs:` list), so "
+            "--installs has nothing to compare (fix: compare two sweeps, `orchestrator compare OLD NEW`, or sweep "
+            "a matrix with `installs: [before, after]`)"
+        )
+    if not comma or not before or not after:
+        raise StoreError(f"--installs takes BEFORE,AFTER, got {installs!r} (fix: --installs {','.join(known[:2])})")
+    missing = [name for name in (before, after) if name not in known]
+    if missing:
+        raise StoreError(
+            f"{store.path}: sweep {view.sweep_id} has no install {', '.join(missing)} "
+            f"(fix: use its installs: {', '.join(known)})"
+        )
+    return before, after
 
 
 @app.command()
@@ -41,8 +63,8 @@ def compare(
     with exits_on_error(), open_store(db, create=False) as store:
         view_a = load_view(store, a)
         if installs:
-            before, _, after = installs.partition(",")
-            result = compare_installs(view_a, before or None, after or None)
+            before, after = installs_pair(view_a, installs, store)
+            result = compare_installs(view_a, before, after)
         else:
             result = compare_views(view_a, load_view(store, b or a))
     typer.echo(render_comparison(result, fmt, color=fmt == "term"), nl=False)

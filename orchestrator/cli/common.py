@@ -14,7 +14,10 @@ from rich.console import Console
 from orchestrator.config.load import builtin_sim_host, load_hosts
 from orchestrator.config.model import HostConfig
 from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.report.table import term_lines
 from orchestrator.store import Store, default_db_path
+from orchestrator.store.records import SweepRecord
+from orchestrator.store.results import CellResult
 
 DEFAULT_HOSTS = Path("configs/hosts.yaml")
 USER_HOSTS = Path("~/.config/orchestrator/hosts.yaml")
@@ -67,9 +70,35 @@ def exits_on_error(code: int = 1) -> Iterator[None]:
         raise typer.Exit(code) from exc
 
 
+def check_output_file(path: Path, option: str) -> None:
+    """Refuse, before any work, a file that cannot be written: its folder missing or read-only, or a folder itself."""
+    folder = path.parent if str(path.parent) else Path(".")
+    reason = None
+    if path.is_dir():
+        reason = "it is a folder"
+    elif not folder.is_dir():
+        reason = f"the folder {folder} does not exist"
+    elif not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        reason = f"{folder if not path.exists() else 'it'} is read-only"
+    if reason:
+        raise ConfigError(
+            f"cannot write this {option} file: {reason}",
+            file=str(path),
+            fix=f"pass {option} a path in a writable folder",
+        )
+
+
 def make_console(*, stderr: bool = False) -> Console:
     """A console that keeps wide tables whole when the output is a file or a pipe (rich assumes 80 columns)."""
     console = Console(stderr=stderr)
     if not console.is_terminal:
         console = Console(stderr=stderr, width=200)
     return console
+
+
+def print_table(console: Console, results: list[CellResult], record: SweepRecord, *, wide: bool = False) -> None:
+    """The pass/fail table at the terminal's width, or every row whole on one line for a pipe or file."""
+    width = console.width if console.is_terminal else None
+    for line in term_lines(results, record, width, wide=wide):
+        # soft_wrap: neither wrapped nor cut by rich; the layout already fits the width it was given.
+        console.print(line, soft_wrap=True)

@@ -10,7 +10,7 @@ import typer
 from orchestrator.analysis.compare import compare as compare_views
 from orchestrator.analysis.explain import explain
 from orchestrator.analysis.render import render_comparison, render_explanation
-from orchestrator.cli.common import exits_on_error, open_store
+from orchestrator.cli.common import check_output_file, exits_on_error, open_store
 from orchestrator.cli.root import app
 from orchestrator.report.bugreport import render_bugreport
 from orchestrator.report.html import render_html
@@ -61,15 +61,22 @@ def report(
     """A report of one sweep: an HTML heat-map page (--html FILE) or a Markdown comment (--md)."""
     if html is None and not md:
         raise typer.BadParameter("pass --html FILE, --md, or both", param_hint="--html/--md")
-    with exits_on_error(), open_store(db, create=False) as store:
-        record, results = _load(store, sweep)
-        other = _load(store, baseline) if baseline else None
+    with exits_on_error():
+        if html is not None:
+            check_output_file(html, "--html")
+        with open_store(db, create=False) as store:
+            record, results = _load(store, sweep)
+            other = _load(store, baseline) if baseline else None
     if html is not None:
         try:
             page = render_html(record, results, baseline=other, x=x, y=y)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--x/--y") from exc
-        html.write_text(page, encoding="utf-8")
+        try:
+            html.write_text(page, encoding="utf-8")
+        except OSError as exc:
+            typer.echo(f"error: {html}: cannot write it: {exc.strerror} (fix: pass --html a writable path)", err=True)
+            raise typer.Exit(1) from exc
         typer.echo(f"wrote {html} ({len(results)} cells of {record.sweep_id})", err=md)
     if md:
         typer.echo(markdown_report(record, results, other), nl=False)

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
-from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
+from orchestrator.cli.common import (
+    check_output_file,
+    exits_on_error,
+    make_console,
+    open_store,
+    print_table,
+    resolve_host,
+)
 from orchestrator.cli.root import app
+from orchestrator.cli.sweep_resume import earlier_sweeps, finished_statuses, resume_command
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
+from orchestrator.errors import HostBusy
+from orchestrator.host.session import HostSession
 from orchestrator.model import Status
-from orchestrator.report.table import render, summary_line, term_table
+from orchestrator.report.table import render
 from orchestrator.sweep.execute import RunSettings
+from orchestrator.sweep.interrupt import Interrupts, SweepInterrupted, report_lines
+from orchestrator.sweep.preflight import Preflight
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.runner import SweepHooks, SweepOptions, resume_sweep, start_sweep
 
@@ -35,7 +48,12 @@ def sweep(
 ) -> None:
     """Run every cell of a matrix on a host and print the pass/fail table."""
     console = make_console()
+    resume_with = partial(
+        resume_command, matrix_path, host=host, scenario=scenario, db=db, hosts_file=hosts_file, serial=serial
+    )
     with exits_on_error():
+        if json_out is not None:
+            check_output_file(json_out, "--json-out")  # now, not after a night of launches
         matrix = load_matrix(matrix_path)
         host_config = resolve_host(host or matrix.host, scenario=scenario, hosts_file=hosts_file)
         options = SweepOptions(
@@ -45,24 +63,62 @@ def sweep(
             on_infra=matrix.on_infra,
             strategy=strategy,
         )
-        with open_store(db) as store, SweepProgress(console) as progress:
-            hooks = SweepHooks(
-                on_plan=progress.on_plan,
-                on_event=progress.on_event,
-                on_result=progress.on_result,
-                on_reattach=lambda run, alive: console.print(
-                    f"resume: run {run.run_id} was in flight; "
-                    + ("re-attaching to it" if alive else "it is gone: its cell runs again")
-                ),
+        with open_store(db) as store:
+            interrupts = Interrupts(
+                lambda: HostSession.open(host_config),
+                store,
+                grace_s=options.settings.deadlines.stop_grace,
+                gpu_release_s=options.settings.deadlines.gpu_release,
+                on_signal=lambda text: console.print(text, markup=False, highlight=False),
             )
-            if resume:
-                sweep_id = resume_sweep(store, resume, matrix, host_config, options, hooks)
-            else:
-                sweep_id = start_sweep(store, matrix, host_config, options, hooks)
+
+            def started(sweep_id: str) -> None:
+                interrupts.started(sweep_id)
+                console.print(
+                    f"sweep {sweep_id} {'resumed' if resume else 'started'}; Ctrl-C stops it cleanly, "
+                    f"and `{resume_with(sweep_id)}` finishes it",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
+
+            with interrupts.installed():
+                try:
+                    with SweepProgress(console, retries=matrix.retries) as progress:
+
+                        def planned(preflight: Preflight) -> None:
+                            if interrupts.sweep_id and resume:
+                                # What ran before the interruption (and what re-attaching just finished) counts.
+                                progress.seed(finished_statuses(store, interrupts.sweep_id))
+                            progress.on_plan(preflight)
+
+                        hooks = SweepHooks(
+                            on_plan=planned,
+                            on_event=progress.on_event,
+                            on_result=progress.on_result,
+                            on_reattach=lambda run, alive: console.print(
+                                f"resume: run {run.run_id} was in flight; "
+                                + ("re-attaching to it" if alive else "it is gone: its cell runs again")
+                            ),
+                            on_start=started,
+                        )
+                        if resume:
+                            sweep_id = resume_sweep(store, resume, matrix, host_config, options, hooks)
+                        else:
+                            sweep_id = start_sweep(store, matrix, host_config, options, hooks)
+                except HostBusy as exc:
+                    if not exc.run_ids:
+                        raise
+                    earlier = earlier_sweeps(store, exc.run_ids, lambda sid, path: resume_with(sid, matrix=path))
+                    raise HostBusy(f"{exc} {earlier}") from exc
+                except SweepInterrupted as exc:
+                    interrupts.settle(exc)
+                    for line in report_lines(exc, resume_with(exc.sweep_id) if exc.sweep_id else None):
+                        typer.echo(line, err=True)
+                    raise typer.Exit(exc.exit_code) from None
             record = store.get_sweep(sweep_id)
             results = store.cell_results(sweep_id, matrix.retries)
-        console.print(term_table(results, record))
-        console.print(summary_line(results))
+        print_table(console, results, record)
         matrix_cells = int(record.settings.get("matrix_cells", len(results)))
         used = str(record.settings.get("strategy", "full"))
         if matrix_cells > len(results):
@@ -76,11 +132,20 @@ def sweep(
             if isinstance(data, dict):
                 data.update(strategy=used, matrix_cells=matrix_cells)
             json_out.write_text(json.dumps(data, indent=2) + "\n")
+    if results and all(r.status is Status.INVALID for r in results):
+        # A typo in every cell is not a finished sweep: a script or a scheduler must see it fail.
+        typer.echo(
+            f"error: {matrix_path}: every cell is invalid (the reasons are above); nothing was launched "
+            f"(fix: correct the flags; `orchestrator validate {matrix_path} --host {host_config.name}` checks them "
+            "without a sweep)",
+            err=True,
+        )
+        raise typer.Exit(1)
     if record.status == "interrupted":
         skipped = sum(1 for r in results if r.status is Status.SKIPPED)
         typer.echo(
             f"error: the sweep stopped after an infra failure (on_infra: stop); {skipped} cells skipped. "
-            f"Fix the host, then finish it with: orchestrator sweep {matrix_path} --resume {sweep_id}",
+            f"Fix the host, then finish it with: {resume_with(sweep_id)}",
             err=True,
         )
         raise typer.Exit(1)

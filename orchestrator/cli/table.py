@@ -1,4 +1,8 @@
-"""`orchestrator table [SWEEP] [--format term|md|csv|json] [--db PATH]`: the pass/fail table of a stored sweep."""
+"""`orchestrator table [SWEEP] [--format term|md|csv|json] [--wide] [--db PATH]`: the pass/fail table of a sweep.
+
+On a terminal the table fits its width (status, phase and category always shown, root causes cut, or
+wrapped with `--wide`); piped or redirected, every row is printed whole on one line.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,10 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.common import make_console
+from orchestrator.cli.common import make_console, print_table
 from orchestrator.cli.root import app
 from orchestrator.errors import StoreError
-from orchestrator.report.table import TableFormat, render, term_table
+from orchestrator.report.table import TableFormat, render
 from orchestrator.store import Store, default_db_path
 
 
@@ -20,6 +24,9 @@ def table(
         str | None, typer.Argument(help="Sweep id or a unique prefix of one (default: the latest).")
     ] = None,
     fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = "term",
+    wide: Annotated[
+        bool, typer.Option("--wide", help="Wrap root causes onto more lines instead of cutting them to the width.")
+    ] = False,
     db: Annotated[
         Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB, else ./orchestrator.db).")
     ] = None,
@@ -33,6 +40,6 @@ def table(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
     if fmt == "term":
-        make_console().print(term_table(results, record))
+        print_table(make_console(), results, record, wide=wide)
     else:
         typer.echo(render(fmt, results, record), nl=False)

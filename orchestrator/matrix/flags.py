@@ -8,6 +8,7 @@ so a renamed flag never makes the same launch look like a new one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from orchestrator.model import FlagValue
@@ -70,3 +71,27 @@ def value_spellings(canonical_flag: str, value: str) -> list[str]:
     aliases = VALUE_ALIASES.get(canonical_flag, {})
     canonical = aliases.get(value, value)
     return [canonical, *sorted(old for old, new in aliases.items() if new == canonical)]
+
+
+RENAMED_WORDS: dict[str, str] = {"nsa": "dsa"}
+"""Words SGLang renamed throughout (flags, values, its own messages: `nsa_kv_cache_store_fp8` became
+`dsa_...`): old -> new. Not derived from FLAG_RENAMES: `nccl-init-addr` became `dist-init-addr`, yet an
+NCCL error is still an NCCL error."""
+_RENAMED_WORD = re.compile(
+    r"(?<![A-Za-z0-9])(" + "|".join(map(re.escape, RENAMED_WORDS)) + r")(?![A-Za-z0-9])", re.IGNORECASE
+)
+
+
+def canonical_words(text: str) -> str:
+    """A message with renamed words in their new spelling, case kept: `nsa_kv_cache_store_fp8`, `NSA` -> dsa, DSA.
+
+    Two releases print the same failure with the old and the new name; compared as they are, the
+    rename alone would look like a different failure.
+    """
+
+    def new(match: re.Match[str]) -> str:
+        word = match.group(1)
+        target = RENAMED_WORDS[word.lower()]
+        return target.upper() if word.isupper() else target.capitalize() if word[0].isupper() else target
+
+    return _RENAMED_WORD.sub(new, text)

@@ -12,24 +12,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from orchestrator.analysis.compare import Comparison
 from orchestrator.analysis.explain import Explanation
 from orchestrator.analysis.inputs import CellOutcome
-from orchestrator.matrix.flags import canonical_name
-from orchestrator.model import Category, Status
+from orchestrator.matrix.flags import canonical_name, canonical_value
+from orchestrator.model import UNSET, Category, Status
 from orchestrator.report.bugreport import shown_env
 from orchestrator.report.table import axis_columns, status_text
 from orchestrator.report.views import cell_outcome
 from orchestrator.store.results import CellResult
 
-MISSING = "–"
-"""How a value is shown where the cell leaves the flag out."""
+MISSING = UNSET
+"""How a value is shown where the cell leaves the flag out: `(unset)`, as in every other output."""
 INSTALL = "install"
 
 
 def axis_value(result: CellResult, axis: str) -> str:
     """The value of one axis in a cell, as the map labels it."""
-    value = result.cell.install if axis == INSTALL else result.cell.flags.get(axis)
+    return _label(result.cell.install if axis == INSTALL else result.cell.flags.get(axis))
+
+
+def _label(value: object) -> str:
     if value is None:
         return MISSING
     if isinstance(value, bool):
@@ -72,6 +77,8 @@ class Layout:
     rows: tuple[str, ...]
     facets: tuple[Facet, ...]
     why: str
+    beside: tuple[int, ...] = ()
+    """Results listed beside the grids: cells an `include:` entry added that are no combination of the axes."""
 
 
 def _explained_axes(explanation: Explanation, varying: Sequence[str]) -> list[str]:
@@ -86,10 +93,48 @@ def _explained_axes(explanation: Explanation, varying: Sequence[str]) -> list[st
     return named
 
 
+def matrix_axes(matrix_yaml: str) -> dict[str, tuple[str, ...]] | None:
+    """The axes the matrix multiplies (canonical names) and their values as the map labels them; None if unreadable.
+
+    An `include:` entry may add a flag to some combinations (a sampling backend only for the DSA
+    attention backend): that flag is no axis of the grid, or every grid would be doubled with empty halves.
+    """
+    try:
+        doc = yaml.safe_load(matrix_yaml)
+    except yaml.YAMLError:
+        return None
+    section = doc.get("matrix") if isinstance(doc, dict) else None
+    if not isinstance(section, dict):
+        return None
+    axes: dict[str, tuple[str, ...]] = {}
+    for name, values in section.items():
+        if name in ("include", "exclude") or not isinstance(values, list):
+            continue
+        canonical = canonical_name(str(name))
+        axes[canonical] = tuple(_label(canonical_value(canonical, v)) for v in values if not isinstance(v, dict))
+    return axes
+
+
+def include_only(results: Sequence[CellResult], axes: dict[str, tuple[str, ...]] | None) -> list[int]:
+    """Indexes of the cells that are no combination of the matrix axes (added whole by an `include:` entry)."""
+    if not axes:
+        return []
+    return [
+        i
+        for i, result in enumerate(results)
+        if any(axis not in result.cell.axes or axis_value(result, axis) not in values for axis, values in axes.items())
+    ]
+
+
 def choose_axes(
-    results: Sequence[CellResult], explanation: Explanation, x: str | None = None, y: str | None = None
+    results: Sequence[CellResult],
+    explanation: Explanation,
+    x: str | None = None,
+    y: str | None = None,
+    *,
+    allowed: Sequence[str] | None = None,
 ) -> tuple[str | None, str | None, str]:
-    """The column and row axes, and how each was chosen; ValueError for an unknown axis."""
+    """The column and row axes (among `allowed` unless named), and how each was chosen; ValueError for unknown axes."""
     axes = axis_columns(results)
     for name in (x, y):
         if name is not None and name not in axes:
@@ -97,11 +142,12 @@ def choose_axes(
     if x is not None and x == y:
         raise ValueError(f"--x and --y are both {x!r}: pick two different axes")
     reasons = {a: option for a, option in ((x, "--x"), (y, "--y")) if a is not None}
-    varying = [a for a in axes if len(axis_values(results, a)) > 1]
+    candidates = [a for a in axes if allowed is None or a in allowed or a == INSTALL] or axes
+    varying = [a for a in candidates if len(axis_values(results, a)) > 1]
     named = _explained_axes(explanation, varying)
     by_size = sorted(varying, key=lambda a: -len(axis_values(results, a)))
     # Constant axes spread nothing out; they make the grid only when nothing varies (a one-cell sweep).
-    free = [a for a in dict.fromkeys([*named, *by_size] or axes) if a not in (x, y)]
+    free = [a for a in dict.fromkeys([*named, *by_size] or candidates) if a not in (x, y)]
     if x is None:
         x = free.pop(0) if free else None
     if y is None:
@@ -114,13 +160,33 @@ def choose_axes(
     return x, y, why
 
 
-def layout(results: Sequence[CellResult], x: str | None, y: str | None, why: str = "") -> Layout:
-    """Place every result on a grid of `x` by `y`, one facet per combination of the other varying axes."""
-    facet_axes = tuple(a for a in axis_columns(results) if a not in (x, y) and len(axis_values(results, a)) > 1)
-    columns = axis_values(results, x) if x else ("",)
-    rows = axis_values(results, y) if y else ("",)
+def layout(
+    results: Sequence[CellResult],
+    x: str | None,
+    y: str | None,
+    why: str = "",
+    *,
+    allowed: Sequence[str] | None = None,
+    beside: Sequence[int] = (),
+) -> Layout:
+    """Place every result on a grid of `x` by `y`, one facet per combination of the other varying axes.
+
+    `allowed` limits the facet axes (to the matrix's own); the results at `beside` are left off the grids.
+    """
+    placed = [r for i, r in enumerate(results) if i not in beside] or list(results)
+    facet_axes = tuple(
+        a
+        for a in axis_columns(placed)
+        if a not in (x, y)
+        and (allowed is None or a in allowed or a == INSTALL)
+        and len(axis_values(placed, a)) > 1
+    )
+    columns = axis_values(placed, x) if x else ("",)
+    rows = axis_values(placed, y) if y else ("",)
     facets: dict[tuple[tuple[str, str], ...], dict[tuple[str, str], int]] = {}
     for index, result in enumerate(results):
+        if index in beside:
+            continue
         key = tuple((a, axis_value(result, a)) for a in facet_axes)
         row = axis_value(result, y) if y else ""
         column = axis_value(result, x) if x else ""
@@ -133,6 +199,7 @@ def layout(results: Sequence[CellResult], x: str | None, y: str | None, why: str
         rows=rows,
         facets=tuple(Facet(values, cells) for values, cells in facets.items()),
         why=why,
+        beside=tuple(beside),
     )
 
 
@@ -236,4 +303,16 @@ def cell_data(result: CellResult, mark: dict[str, Any] | None) -> dict[str, Any]
         "command": run.command if run else None,
         "env": shown_env(run, result.cell) if run else {},
         "mark": mark,
+        "traceback": _traceback(run.evidence if run else None, result.root_cause_line),
+        "log": f"{run.host}:{run.run_dir}/server.log" if run and run.run_dir else None,
     }
+
+
+def _traceback(evidence: dict[str, Any] | None, root: str | None) -> dict[str, Any] | None:
+    """The traceback that raised the root cause (else the last one), with where it starts in the log."""
+    tracebacks = [t for t in (evidence or {}).get("tracebacks", []) if isinstance(t, dict) and t.get("lines")]
+    if not tracebacks:
+        return None
+    raised = [t for t in tracebacks if root and isinstance(t.get("exception"), str) and t["exception"] in root]
+    chosen = (raised or tracebacks)[-1]
+    return {"text": "\n".join(map(str, chosen["lines"])), "line": chosen.get("line_no"), "count": len(tracebacks)}

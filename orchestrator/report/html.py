@@ -26,7 +26,9 @@ from orchestrator.report.heatmap import (
     colour_key,
     compare_marks,
     group_of,
+    include_only,
     layout,
+    matrix_axes,
     palette_of,
 )
 from orchestrator.report.table import axis_columns, root_cause_excerpt, status_text, summary_line
@@ -74,8 +76,11 @@ def render_html(
     view = sweep_view(sweep, results)
     explanation = explain(view)
     comparison = compare(sweep_view(*baseline), view) if baseline else None
-    column, row, why = choose_axes(results, explanation, x, y)
-    grid = layout(results, column, row, why)
+    axes = matrix_axes(sweep.matrix_yaml)
+    allowed = list(axes) if axes else None
+    beside = include_only(results, axes)
+    column, row, why = choose_axes(results, explanation, x, y, allowed=allowed)
+    grid = layout(results, column, row, why, allowed=allowed, beside=beside)
     palette = palette_of(results)
     marks = compare_marks(comparison)
     data = {"cells": [cell_data(r, marks.get(r.cell.cell_id)) for r in results]}
@@ -239,10 +244,23 @@ def _grids(grid: Layout, results: Sequence[CellResult], palette: Palette, marks:
             f'<tr><th class="yname">{escape(grid.y or "")} ↓</th>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>"
         )
-    return "".join(parts) + "</div>"
+    parts.append("</div>")
+    if grid.beside:
+        buttons = "".join(
+            f"<li>{_cell(i, results, palette, marks, tag='span')}"
+            f'<span class="label">{escape(results[i].cell.label)}</span></li>'
+            for i in grid.beside
+        )
+        parts.append(
+            f'<div class="beside"><h3>Added by <code>include:</code> (no combination of the grid\'s axes)</h3>'
+            f'<ul class="beside">{buttons}</ul></div>'
+        )
+    return "".join(parts)
 
 
-def _cell(index: int, results: Sequence[CellResult], palette: Palette, marks: dict[str, dict[str, Any]]) -> str:
+def _cell(
+    index: int, results: Sequence[CellResult], palette: Palette, marks: dict[str, dict[str, Any]], tag: str = "td"
+) -> str:
     result = results[index]
     key = colour_key(result)
     bg, fg = palette.colours[key]
@@ -256,10 +274,10 @@ def _cell(index: int, results: Sequence[CellResult], palette: Palette, marks: di
     tip = f"{result.cell.label}\n{status_text(result)}: {root_cause_excerpt(result, 200)}".strip()
     badge = f'<span class="badge">{escape(_MARK_TEXT[kind])}</span>' if kind else ""
     return (
-        f'<td><button type="button" class="{classes}" data-cell="{index}" '
+        f'<{tag}><button type="button" class="{classes}" data-cell="{index}" '
         f'data-keys="k-{escape(key)} g-{escape(group_of(result))}" '
         f'style="--c:{bg};--t:{fg}" title="{escape(tip)}">'
-        f'<span class="main">{_breakable(main)}</span><span class="sub">{escape(sub)}</span>{badge}</button></td>'
+        f'<span class="main">{_breakable(main)}</span><span class="sub">{escape(sub)}</span>{badge}</button></{tag}>'
     )
 
 

@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
-from orchestrator.model import FlagValue, Status
+from orchestrator.model import UNSET, FlagValue, Status
+from orchestrator.report.term_grid import Cell as GridCell
+from orchestrator.report.term_grid import Column, Grid
 from orchestrator.store.records import SweepRecord
 from orchestrator.store.results import CellResult
 
@@ -85,8 +86,8 @@ def status_text(result: CellResult) -> str:
     return f"{result.status.value} (flaky)" if result.flaky else result.status.value
 
 
-def root_cause_excerpt(result: CellResult, limit: int = EXCERPT_CHARS) -> str:
-    """The root-cause line without its log timestamp, cut to `limit` characters; else the reason.
+def root_cause_excerpt(result: CellResult, limit: int | None = EXCERPT_CHARS) -> str:
+    """The root-cause line without its log timestamp, cut to `limit` characters (None: whole); else the reason.
 
     A passing cell shows nothing: its "root cause" is only the last healthy marker the log reached.
     """
@@ -94,7 +95,7 @@ def root_cause_excerpt(result: CellResult, limit: int = EXCERPT_CHARS) -> str:
         return ""
     text = _LOG_PREFIX.sub("", (result.root_cause_line or result.reason).strip())
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _ready_text(result: CellResult) -> str:
@@ -112,37 +113,55 @@ def _human_cells(result: CellResult) -> list[str]:
     ]
 
 
-def term_table(results: Sequence[CellResult], sweep: SweepRecord) -> Table:
-    """A rich Table of the sweep, status coloured, the summary as its caption."""
+TERM_COLUMNS = (
+    Column("status", "verdict"),
+    Column("phase", "verdict"),
+    Column("category", "verdict"),
+    Column("attempts", "extra", right=True),
+    Column("ready s", "extra", right=True),
+    Column("root cause", "cause"),
+)
+
+
+def _grid(results: Sequence[CellResult]) -> Grid:
     axes = axis_columns(results)
-    table = Table(title=Text(f"{sweep.name} · {sweep.sweep_id} on {sweep.host}"), caption=summary_line(results))
-    for name in axes:
-        table.add_column(name, no_wrap=True)
-    for header in _HEADERS:
-        # The cause column wraps to a few lines at most; the others never wrap, so rows stay readable.
-        wide = header == "root cause"
-        table.add_column(
-            header,
-            justify="right" if header in ("attempts", "ready s") else "left",
-            no_wrap=not wide,
-            ratio=1 if wide else None,
-            min_width=48 if wide else None,
-        )
+    rows = []
     for result in results:
-        status, *rest = _human_cells(result)
+        status, phase, category, _, attempts, ready = _human_cells(result)
         style = "dim" if result.status is None else _STATUS_STYLE[result.status]
-        cause = Text(rest[2], style="" if result.root_cause_line else "italic")
-        # Text, not str: a flag value such as `[/]` is the user's text, never rich markup.
-        row = [Text(_value_text(_axis_value(result, a), "-")) for a in axes]
-        table.add_row(*row, Text(status, style=style), rest[0], rest[1], cause, rest[3], rest[4])
-    return table
+        cause = root_cause_excerpt(result, None)
+        row = [GridCell(_value_text(_axis_value(result, a), UNSET)) for a in axes]
+        row += [GridCell(status, style), GridCell(phase), GridCell(category)]
+        row += [GridCell(attempts), GridCell(ready), GridCell(cause, "" if result.root_cause_line else "italic")]
+        rows.append(row)
+    return Grid([*(Column(a, "axis") for a in axes), *TERM_COLUMNS], rows)
 
 
-def render_term(results: Sequence[CellResult], sweep: SweepRecord, width: int = 120, color: bool = False) -> str:
-    """The terminal table as text of the given width (ANSI colours only when `color`)."""
+def term_lines(
+    results: Sequence[CellResult], sweep: SweepRecord, width: int | None, *, wide: bool = False
+) -> list[Text]:
+    """The terminal table as lines: title, header, rows, summary; `width=None` (a pipe) keeps every row whole.
+
+    At a width, root causes are cut to what is left of the line (`wide` wraps them instead), and a last
+    line says how to see them whole.
+    """
+    # Text, not str, throughout: a flag value such as `[/]` is the user's text, never rich markup.
+    layout = _grid(results).render(width, wrap=wide)
+    lines = [Text(f"{sweep.name} · {sweep.sweep_id} on {sweep.host}", style="bold"), *layout.lines]
+    lines.append(Text(summary_line(results)))
+    if layout.cut:
+        lines.append(Text(f"whole root causes: orchestrator table {sweep.sweep_id} --wide (or -f csv)", style="dim"))
+    return lines
+
+
+def render_term(
+    results: Sequence[CellResult], sweep: SweepRecord, width: int | None = 120, color: bool = False, wide: bool = False
+) -> str:
+    """The terminal table as text of the given width (None: a pipe's, every row whole), ANSI colours when `color`."""
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width, force_terminal=color, color_system="standard" if color else None)
-    console.print(term_table(results, sweep))
+    console = Console(file=buffer, width=width or 80, force_terminal=color, color_system="standard" if color else None)
+    for line in term_lines(results, sweep, width, wide=wide):
+        console.print(line, soft_wrap=True)
     return buffer.getvalue()
 
 
@@ -168,7 +187,7 @@ def render_md(results: Sequence[CellResult], sweep: SweepRecord, max_chars: int 
     used = sum(len(line) + 1 for line in lines)
     for shown, result in enumerate(results):
         status, phase, category, cause, attempts, ready = _human_cells(result)
-        values = [_md_text(_value_text(_axis_value(result, a), "-")) for a in axes]
+        values = [_md_text(_value_text(_axis_value(result, a), UNSET)) for a in axes]
         cause = _md_code(cause) if result.root_cause_line else _md_text(cause)
         line = "| " + " | ".join([*values, f"**{status}**", phase, category, cause, attempts, ready]) + " |"
         if used + len(line) + 1 > max_chars:
@@ -217,7 +236,7 @@ def render_json(results: Sequence[CellResult], sweep: SweepRecord) -> str:
     return json.dumps(table_json(results, sweep), indent=2) + "\n"
 
 
-def render(fmt: TableFormat, results: Sequence[CellResult], sweep: SweepRecord, width: int = 120) -> str:
+def render(fmt: TableFormat, results: Sequence[CellResult], sweep: SweepRecord, width: int | None = 120) -> str:
     """The table in one of FORMATS."""
     if fmt == "term":
         return render_term(results, sweep, width)

@@ -9,6 +9,7 @@ threads behind a lock: cells packed onto one host write from their own threads.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -18,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
 from orchestrator.errors import StoreError
 from orchestrator.model import Cell, ProbeOutcome, Verdict
@@ -31,7 +33,10 @@ from orchestrator.store.records import (
     cell_to_row,
 )
 from orchestrator.store.results import CellResult, aggregate
-from orchestrator.store.schema import ensure_schema
+from orchestrator.store.schema import SCHEMA_VERSION, ensure_schema
+
+REPRO_OF = "repro_of"
+"""The settings key of a sweep `orchestrator repro` made: the run it reproduces."""
 
 
 @contextmanager
@@ -51,6 +56,42 @@ def _insert_sql(table: str, row: Mapping[str, Any]) -> str:
     return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(f':{c}' for c in row)})"
 
 
+def _unwritable(path: Path) -> str | None:
+    """Why the store cannot be written here (its folder or the file itself), or None when it can."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        return f"its folder {folder} does not exist"
+    if not os.access(folder, os.W_OK):
+        # SQLite's WAL needs to create files beside the store, so the folder must be writable too.
+        return f"its folder {folder} is read-only"
+    if path.exists() and not os.access(path, os.W_OK):
+        return "the file is read-only"
+    return None
+
+
+def _open_read_only(path: Path, why: str) -> sqlite3.Connection:
+    """A read-only connection: `mode=ro` reads a WAL it can, `immutable=1` one whose folder is read-only."""
+    uri = f"file:{quote(str(path.resolve()))}"
+    last: sqlite3.Error | None = None
+    for params in ("mode=ro", "immutable=1"):
+        conn = sqlite3.connect(f"{uri}?{params}", uri=True, timeout=30.0, isolation_level=None, check_same_thread=False)
+        try:
+            (version,) = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+        except sqlite3.Error as exc:
+            conn.close()
+            last = exc
+            continue
+        if version > SCHEMA_VERSION:
+            conn.close()
+            raise StoreError(
+                f"the store {path} was written by a newer orchestrator (schema {version}, this one reads "
+                f"{SCHEMA_VERSION})"
+            )
+        conn.row_factory = _dict_row
+        return conn
+    raise StoreError(f"cannot read the store {path} ({why}): {last}")
+
+
 class Store:
     """The SQLite result store; use as a context manager or call `close()`."""
 
@@ -59,6 +100,18 @@ class Store:
         if not create and not self.path.is_file():
             raise StoreError(f"no store at {self.path} (run a sweep first, or pass --db / set ORCHESTRATOR_DB)")
         self._lock = threading.RLock()
+        self.read_only = False
+        unwritable = _unwritable(self.path)
+        if unwritable and create:
+            raise StoreError(
+                f"cannot write the store {self.path}: {unwritable} (fix: pass --db PATH or set ORCHESTRATOR_DB "
+                "to a file on a writable filesystem)"
+            )
+        if unwritable:
+            # Reading a night's results must work from a read-only copy (an archive, a read-only mount).
+            self._conn = _open_read_only(self.path, unwritable)
+            self.read_only = True
+            return
         with _mapped(f"cannot open the store {self.path}"):
             self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
             try:
@@ -142,9 +195,13 @@ class Store:
         return [SweepRecord.from_row(r) for r in rows]
 
     def latest_sweep(self) -> SweepRecord | None:
-        """The most recently started sweep, if any."""
-        rows = self._rows("SELECT * FROM sweeps ORDER BY started_at DESC, sweep_id DESC LIMIT 1")
-        return SweepRecord.from_row(rows[0]) if rows else None
+        """The most recently started sweep of a matrix, if any: a repro's one-cell sweep is never "the latest".
+
+        After a night's sweep and a morning's `orchestrator repro RUN`, a bare `table`, `explain` or
+        `report` must still show the night's sweep; the repro's own sweep is named by its id.
+        """
+        sweeps = self.list_sweeps()
+        return next((r for r in sweeps if not r.settings.get(REPRO_OF)), sweeps[0] if sweeps else None)
 
     def resolve_sweep(self, ref: str | None) -> SweepRecord:
         """The sweep a user named: None means the latest; otherwise an id or a unique prefix of one."""

@@ -123,6 +123,8 @@ def run_attempt(
             install=plan.cell.install,
         )
     )
+    if on_event:
+        on_event(plan.cell, "launching", None)  # the live view times the attempt from here, not its first log line
     try:
         launch = session.launcher.start(spec, secrets)
     except (LaunchError, TransportError) as exc:

@@ -5,8 +5,9 @@ A cell the host's SGLang cannot accept is `invalid` here with the reason, and ne
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,9 +47,32 @@ def invalid_verdict(plan: CellPlan) -> Verdict:
     return rejected_verdict(plan.reason)
 
 
-def describe_holders(holders: Sequence[GpuHolder]) -> str:
-    """`GPU 0: pid 4242 (70000 MiB), GPU 1: ...`."""
-    return ", ".join(f"GPU {h.gpu_index}: pid {h.pid} ({h.used_mb} MiB)" for h in holders)
+def describe_holders(holders: Sequence[GpuHolder], runs: Mapping[int, str] | None = None) -> str:
+    """`GPU 0: pid 4242 (70000 MiB), GPU 1: ...`, naming the run of a pid that is one of our launches."""
+    runs = runs or {}
+    return ", ".join(
+        f"GPU {h.gpu_index}: pid {h.pid} ({h.used_mb} MiB" + (f", run {runs[h.pid]})" if h.pid in runs else ")")
+        for h in holders
+    )
+
+
+_CWDS = 'for p in "$@"; do printf "%s %s\\n" "$p" "$(readlink "/proc/$p/cwd" 2>/dev/null)"; done; exit 0'
+_RUN_DIR = re.compile(r"/runs/(r-[0-9a-f]+)$")
+
+
+def runs_of_holders(session: HostSession, holders: Sequence[GpuHolder]) -> dict[int, str]:
+    """pid -> run id, for holders working in one of our run directories (every launch starts in its own)."""
+    pids = sorted({h.pid for h in holders if h.pid > 1})
+    if not pids:
+        return {}
+    out = session.sh(ShellCommand("sh", "-c", _CWDS, "cwds", *pids).raw(), timeout=30).text
+    found: dict[int, str] = {}
+    for line in out.splitlines():
+        pid, _, cwd = line.partition(" ")
+        match = _RUN_DIR.search(cwd.strip())
+        if pid.isdigit() and match:
+            found[int(pid)] = match.group(1)
+    return found
 
 
 def run_preflight(
@@ -68,6 +92,13 @@ def run_preflight(
     if check_gpus:
         foreign = [h for h in session.gpu_holders(set(our_pgids)) if not h.ours]
         if foreign and not session.config.kill_foreign_gpu_holders:
+            runs = runs_of_holders(session, foreign)
+            if runs:
+                raise HostBusy(
+                    f"GPUs on {session.config.name} are held by servers an earlier orchestrator sweep left running: "
+                    f"{describe_holders(foreign, runs)}. Nothing was launched and nothing was killed.",
+                    run_ids=tuple(sorted(set(runs.values()))),
+                )
             raise HostBusy(
                 f"GPUs on {session.config.name} are held by processes that are not ours: {describe_holders(foreign)}. "
                 "Nothing was launched and nothing was killed; free the GPUs, or set kill_foreign_gpu_holders: true "

@@ -10,6 +10,7 @@ import statistics
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.console import Console, Group
@@ -22,6 +23,8 @@ from orchestrator.model import Cell, Phase, Status
 from orchestrator.sweep.cell_run import AttemptResult
 from orchestrator.sweep.preflight import Preflight
 
+RATE_WINDOW = 10
+"""Results the ETA's time per attempt is measured over (the latest ones)."""
 STATUS_STYLE = {
     Status.PASS: "green",
     Status.FAIL: "red",
@@ -39,18 +42,32 @@ class _InFlight:
 
 
 class SweepProgress:
-    """Receives sweep events (from worker threads) and keeps the display current."""
+    """Receives sweep events (from worker threads) and keeps the display current.
 
-    def __init__(self, console: Console, total: int = 0):
+    Counts follow the table's rules (store/results.py): a cell whose attempts disagree counts as
+    `fail`, once. The ETA counts attempts, not cells: a failing cell is retried (`retries:`), and
+    the share of first attempts failing so far says how many of the cells left will be.
+    """
+
+    def __init__(
+        self, console: Console, total: int = 0, *, retries: int = 0, clock: Callable[[], float] = time.monotonic
+    ):
         self.console = console
         self.total = total
+        self.retries = max(0, retries)
+        self.clock = clock
         self.done = 0
         self.invalid = 0
-        self.latest: dict[str, str] = {}
+        self.valid = total
+        self.statuses: dict[str, list[Status]] = {}
+        """Cell id -> the status of each of its finished attempts, in order."""
         self.counts: Counter[str] = Counter()
         self.durations: list[float] = []
         self.in_flight: dict[str, _InFlight] = {}
-        self.started = time.monotonic()
+        self.started = clock()
+        self.first_launch: float | None = None
+        self.ends: list[float] = []
+        """When each timed attempt ended."""
         self._lock = threading.Lock()
         self._live: Live | None = None
 
@@ -69,9 +86,8 @@ class SweepProgress:
         with self._lock:
             self.total = len(preflight.plans)
             self.invalid = len(preflight.invalid)
-            self.done = self.invalid + len(self.latest)
-            if self.invalid:
-                self.counts[Status.INVALID.value] = self.invalid
+            self.valid = self.total - self.invalid
+            self._recount()
         self.console.print(
             f"preflight {preflight.seconds:.1f}s: {len(preflight.valid)} cells to launch, "
             f"{len(preflight.invalid)} invalid; " + ", ".join(f"{k} {v}" for k, v in preflight.versions.items() if v)
@@ -81,10 +97,20 @@ class SweepProgress:
             self.console.print(line, soft_wrap=True)
         self._refresh()
 
+    def seed(self, statuses: dict[str, list[Status]]) -> None:
+        """Attempts that reached their verdicts before this process (a resumed sweep): counted, not timed."""
+        with self._lock:
+            for cell_id, attempts in statuses.items():
+                self.statuses.setdefault(cell_id, []).extend(attempts)
+            self._recount()
+
     def on_event(self, cell: Cell, event: str, phase: Phase | None) -> None:
         """A launch moved on (launched, reached a phase, started a probe)."""
         with self._lock:
-            entry = self.in_flight.setdefault(cell.cell_id, _InFlight(cell, time.monotonic()))
+            now = self.clock()
+            if self.first_launch is None:
+                self.first_launch = now
+            entry = self.in_flight.setdefault(cell.cell_id, _InFlight(cell, now))
             entry.phase = phase.value if phase else event
         self._refresh()
 
@@ -93,46 +119,116 @@ class SweepProgress:
         verdict = result.verdict
         with self._lock:
             entry = self.in_flight.pop(result.cell.cell_id, None)
-            took = time.monotonic() - entry.started if entry else 0.0
+            took = self.clock() - entry.started if entry else 0.0
             if entry:
                 self.durations.append(took)
-            # A retried cell counts once, with the status of its latest attempt.
-            self.latest[result.cell.cell_id] = verdict.status.value
-            self.done = self.invalid + len(self.latest)
-            self.counts = Counter(self.latest.values())
-            if self.invalid:
-                self.counts[Status.INVALID.value] += self.invalid
+                self.ends.append(self.clock())
+            attempts = self.statuses.setdefault(result.cell.cell_id, [])
+            attempts.append(verdict.status)
+            self._recount()
+            cell_status = _cell_status(attempts)
         style = STATUS_STYLE.get(verdict.status, "")
         why = f" at {verdict.phase.value}" if verdict.phase and verdict.status is not Status.PASS else ""
         cause = f" {verdict.category.value}" if verdict.status is not Status.PASS else ""
+        # A retry says so, so two lines of one cell in a log read as two attempts, not a duplicate.
+        retry = f" (retry {len(attempts) - 1} of {self.retries})" if len(attempts) > 1 else ""
+        flaky = ": flaky, counted as fail" if cell_status is Status.FAIL and verdict.status is Status.PASS else ""
         # Flag values are the user's text: `[/]` in one must print as itself, not as rich markup.
-        line = f"* {escape(result.cell.label)}: [{style}]{verdict.status.value}[/]{why}{cause}, took {took:.1f}s"
+        eta = self.eta_s()
+        # In a log (no live panel) the line is the only progress report: where the sweep is and when it should end.
+        where = f" · {self.done} of {self.total} cells done" + (f", ETA {_duration(eta)}" if eta is not None else "")
+        line = (
+            f"* {escape(result.cell.label)}{retry}: [{style}]{verdict.status.value}[/]{why}{cause}{flaky}, "
+            f"took {took:.1f}s{where}"
+        )
         self.console.print(line, soft_wrap=True)
         self._refresh()
 
+    def _recount(self) -> None:
+        """Cells done and counts by status, as the table will show them (call with the lock held)."""
+        cells = {cell: _cell_status(s) for cell, s in self.statuses.items()}
+        self.counts = Counter(status.value for status in cells.values())
+        if self.invalid:
+            self.counts[Status.INVALID.value] += self.invalid
+        finished = sum(not self._owes_attempts(s) for s in self.statuses.values())
+        self.done = self.invalid + finished
+
+    def _owes_attempts(self, attempts: list[Status]) -> bool:
+        """Whether a cell with these attempts will be run again (a failure with retries left, not yet flaky)."""
+        return attempts[-1] in _RETRIED and Status.PASS not in attempts and len(attempts) <= self.retries
+
+    def attempts_left(self) -> float:
+        """Expected attempts still to run (the one in flight counted by the share of a median attempt it has had)."""
+        firsts = [s[0] for s in self.statuses.values()]
+        fail_share = sum(s in _RETRIED for s in firsts) / len(firsts) if firsts else 0.0
+        untouched = max(0, self.valid - len(self.statuses))
+        left = untouched * (1 + fail_share * self.retries)
+        left += sum(1 + self.retries - len(s) for s in self.statuses.values() if self._owes_attempts(s))
+        typical = statistics.median(self.durations) if self.durations else None
+        if typical:
+            now = self.clock()
+            left -= sum(min(0.9, (now - e.started) / typical) for e in self.in_flight.values())
+        return max(0.0, left)
+
     def eta_s(self) -> float | None:
-        """Seconds left, from the median duration of the attempts so far."""
-        if not self.durations:
-            return None
-        left = max(0, self.total - self.done)
-        width = max(1, len(self.in_flight))
-        return statistics.median(self.durations) * left / width
+        """Seconds left: expected attempts left times the wall time an attempt has taken lately, packing included.
+
+        Lately: over the last RATE_WINDOW results (since the first launch until there are that many), so a
+        host that speeds up or slows down, or a matrix whose later cells fail sooner, moves the ETA with it.
+        """
+        with self._lock:
+            if not self.durations or self.first_launch is None:
+                return None
+            now = self.clock()
+            typical = statistics.median(self.durations)
+            if len(self.ends) > RATE_WINDOW:
+                # Packed launches end in waves: count what ended after the window opened, not at its edge.
+                since = self.ends[-RATE_WINDOW - 1]
+                finished = sum(end > since for end in self.ends[-RATE_WINDOW - 1 :])
+            else:
+                since, finished = self.first_launch, len(self.ends)
+            # Attempts' worth of work done in that time: those finished, and the share of those in flight.
+            flying = sum(min(0.9, (now - max(e.started, since)) / typical) for e in self.in_flight.values())
+            per_attempt = (now - since) / max(finished + flying, 1e-9)
+            return self.attempts_left() * per_attempt
 
     def _refresh(self) -> None:
         if self._live is not None:
             self._live.update(self._render())
 
     def _render(self) -> Group:
-        elapsed = time.monotonic() - self.started
+        elapsed = self.clock() - self.started
         eta = self.eta_s()
-        head = Text(
-            f"cell {min(self.done + len(self.in_flight), self.total)} of {self.total} · elapsed {elapsed:.0f}s"
-            + (f" · ETA {eta:.0f}s" if eta is not None else "")
-            + " · "
-            + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
-        )
+        with self._lock:
+            head = Text(
+                f"cell {min(self.done + len(self.in_flight), self.total)} of {self.total} · elapsed {elapsed:.0f}s"
+                + (f" · ETA {_duration(eta)}" if eta is not None else "")
+                + " · "
+                + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+            )
+            flying = list(self.in_flight.values())
         table = Table(box=None, show_header=False, pad_edge=False)
-        now = time.monotonic()
-        for entry in list(self.in_flight.values()):
+        now = self.clock()
+        for entry in flying:
             table.add_row(Text(entry.cell.label), entry.phase, f"{now - entry.started:.0f}s")
         return Group(head, table)
+
+
+_RETRIED = (Status.FAIL, Status.INFRA)
+
+
+def _duration(seconds: float) -> str:
+    """`42s`, `7m05s`, `2h13m`: an ETA as a person reads it."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def _cell_status(attempts: list[Status]) -> Status:
+    """A cell's status from its attempts, as the table has it: both a pass and a fail make it `fail` (flaky)."""
+    if Status.PASS in attempts and Status.FAIL in attempts:
+        return Status.FAIL
+    return attempts[-1]

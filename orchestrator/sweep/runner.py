@@ -47,6 +47,8 @@ class SweepHooks:
     on_event: EventSink | None = None
     on_result: Callable[[AttemptResult], None] | None = None
     on_reattach: Callable[[RunRecord, bool], None] = lambda _r, _alive: None
+    on_start: Callable[[str], None] = lambda _sweep_id: None
+    """The sweep's record exists (new or reopened): its id can be printed, and a signal stops its runs."""
 
 
 @dataclass
@@ -110,6 +112,7 @@ def start_sweep(
                 )
             )
             store.save_cells(sweep_id, cells)
+            hooks.on_start(sweep_id)
             for plan in preflight.invalid:
                 record_invalid(store, sweep_id, host.name, plan)
             jobs = [Job(p, 1) for p in preflight.valid]
@@ -135,6 +138,7 @@ def resume_sweep(
         lock.acquire()
         try:
             store.reopen_sweep(sweep_id)
+            hooks.on_start(sweep_id)
             settle_in_flight(
                 store, session, lambda: HostSession.open(host), sweep_id, options.settings, hooks.on_reattach,
                 hooks.on_event,

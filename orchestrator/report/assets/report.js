@@ -101,6 +101,12 @@
       for (const w of cell.warnings) list.appendChild(el("li", w));
       panel.appendChild(section("warnings (" + cell.warnings.length + ")", list));
     }
+    if (cell.traceback) {
+      const where = cell.traceback.line ? " (server.log line " + cell.traceback.line + ")" : "";
+      const more = cell.traceback.count > 1 ? ", 1 of " + cell.traceback.count : "";
+      panel.appendChild(section("traceback" + where + more, el("pre", cell.traceback.text, "mono traceback")));
+    }
+    if (cell.log) panel.appendChild(section("log", el("pre", cell.log, "mono log")));
     if (cell.probes.length) panel.appendChild(section("probes", probes(cell.probes)));
     if (cell.command) panel.appendChild(section("command", command(cell)));
     if (cell.run_id && cell.status !== "pass") {

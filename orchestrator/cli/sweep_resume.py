@@ -1,0 +1,74 @@
+"""What `orchestrator sweep` says about finishing a sweep: the exact resume command, whose servers hold the GPUs,
+and what a resumed sweep already did."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+from orchestrator.errors import StoreError
+from orchestrator.model import Status
+from orchestrator.store.records import RunRecord
+from orchestrator.store.sqlite import Store
+
+
+def finished_statuses(store: Store, sweep_id: str) -> dict[str, list[Status]]:
+    """Cell id -> the statuses of its attempts that reached a verdict, in order (for a resumed sweep's counts)."""
+    statuses: dict[str, list[Status]] = {}
+    for run in store.runs(sweep_id):
+        if run.state == "done" and run.verdict and run.verdict.status not in (Status.INVALID, Status.SKIPPED):
+            statuses.setdefault(run.cell_id, []).append(run.verdict.status)
+    return statuses
+
+
+def earlier_sweeps(store: Store, run_ids: tuple[str, ...], resume: Callable[[str, Path | None], str]) -> str:
+    """Which sweep left the servers holding the GPUs, and the two ways to clear them."""
+    by_sweep: dict[str, list[RunRecord]] = {}
+    unknown = []
+    for run_id in run_ids:
+        try:
+            run = store.get_run(run_id)
+        except StoreError:
+            unknown.append(run_id)
+            continue
+        by_sweep.setdefault(run.sweep_id, []).append(run)
+    parts = []
+    for sweep_id, runs in by_sweep.items():
+        record = store.get_sweep(sweep_id)
+        pgids = sorted({r.pgid for r in runs if r.pgid})
+        kill = " ".join(f"-{p}" for p in pgids)
+        parts.append(
+            f"They are servers of sweep {sweep_id} ({record.status}; runs {', '.join(r.run_id for r in runs)}): "
+            f"`{resume(sweep_id, Path(record.matrix_path) if record.matrix_path else None)}` follows them to their "
+            "verdicts and finishes that sweep"
+            + (f", or end them on the host with `kill -TERM -- {kill}`" if kill else "")
+            + "."
+        )
+    if unknown:
+        parts.append(
+            f"Runs {', '.join(unknown)} are not in {store.path}: the store of the sweep that launched them "
+            "(its --db) names that sweep."
+        )
+    return " ".join(parts)
+
+
+def resume_command(
+    matrix_path: Path,
+    sweep_id: str,
+    *,
+    matrix: Path | None = None,
+    host: str | None,
+    scenario: Path | None,
+    db: Path | None,
+    hosts_file: Path | None,
+    serial: bool,
+) -> str:
+    """The exact command that finishes a sweep: the same matrix (or `matrix`), host, store and inventory."""
+    words = ["orchestrator", "sweep", str(matrix or matrix_path), "--resume", sweep_id]
+    for option, value in (("--host", host), ("--scenario", scenario), ("--db", db), ("--hosts", hosts_file)):
+        if value is not None:
+            words += [option, str(value)]
+    if serial:
+        words.append("--serial")
+    return shlex.join(words)
