@@ -115,3 +115,25 @@ def next_cells(
         if best is not None:
             picked.append(best[1])
     return picked
+
+
+def unexplained(observed: Sequence[Observed], axes: Sequence[str]) -> dict[str, set[Cause]]:
+    """Category -> the causes still in doubt: those of its failing cells that hold no confirmed cause.
+
+    Empty for every category once each failing cell is explained by a confirmed cause.
+    """
+    cleared = _cleared(observed, axes)
+    sure = confirmed(observed, axes)
+    left: dict[str, set[Cause]] = {}
+    for cat, cells in _failing(observed).items():
+        for cell in cells:
+            held = frozenset(cell.values.items())
+            if any(c <= held for c in sure.get(cat, ())):
+                continue
+            left.setdefault(cat, set()).update(_alive(cell.values, axes, cleared))
+    return {cat: causes for cat, causes in left.items() if causes}
+
+
+def cause_text(cause: Cause) -> str:
+    """`attention-backend=triton and kv-cache-dtype=fp8_e4m3` (names sorted)."""
+    return " and ".join(f"{name}={value}" for name, value in sorted(cause))

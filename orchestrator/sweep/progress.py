@@ -81,6 +81,16 @@ class SweepProgress:
             self.console.print(line, soft_wrap=True)
         self._refresh()
 
+    def on_grow(self, cells: list[Cell], why: str) -> None:
+        """The plan grew by `cells` (adaptive localisation, or a fuller resume)."""
+        if not cells:
+            return
+        with self._lock:
+            self.total += len(cells)
+        shown = "; ".join(c.label for c in cells[:4]) + ("; ..." if len(cells) > 4 else "")
+        self.console.print(f"{why}: +{len(cells)} cells ({escape(shown)})", soft_wrap=True)
+        self._refresh()
+
     def on_event(self, cell: Cell, event: str, phase: Phase | None) -> None:
         """A launch moved on (launched, reached a phase, started a probe)."""
         with self._lock:
