@@ -2,8 +2,10 @@
 
 Round after round, the verdicts stored so far become observations (localise.py), the next cells are
 picked from the matrix's valid cells (one changed suspected value each), added to the sweep in the
-store, and run like any other cell. It ends when every failure category is explained by a confirmed
-cause, when no valid cell can split what is left, or when the budget of launched cells is spent.
+store, and run like any other cell. When nothing is left to split, the value pairs that only cells
+failing for an explained cause held (a failure hides what comes after it) are covered again. It ends
+when every failure category is explained by a confirmed cause and every testable pair was tested, when
+no valid cell can split what is left, or when the budget of launched cells is spent.
 Every decision is a function of the stored verdicts, so a resumed sweep picks the same cells again
 and never relaunches one that has its verdict.
 """
@@ -17,7 +19,7 @@ from typing import Literal
 from orchestrator.model import Status
 from orchestrator.store.results import CellResult
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep.localise import PASS, Observed, next_cells, unexplained
+from orchestrator.sweep.localise import PASS, Observed, cover_cells, next_cells, unexplained
 from orchestrator.sweep.plan import CellPlan
 from orchestrator.sweep.strategy import axis_values, cell_values
 
@@ -93,7 +95,7 @@ def localise_rounds(
     space: Space,
     budget: int,
     free: Collection[str],
-    launch: Callable[[list[CellPlan]], bool],
+    launch: Callable[[list[CellPlan], str], bool],
 ) -> AdaptiveEnd:
     """Pick, add and run cells until the failures are explained, nothing splits them, or the budget is spent.
 
@@ -108,8 +110,14 @@ def localise_rounds(
         in_sweep = {r.cell.cell_id for r in results}
         spent = len([i for i in in_sweep if i in by_id and i not in free])
         observed = observations(results, space)
+        # Split the suspects first; once nothing is left to split, test the pairs a failure hid.
         picks = [space.plans[i] for i in next_cells(axes, values, observed)]
         picks = [p for p in picks if p.cell.cell_id not in in_sweep]
+        why = "localisation"
+        if not picks:
+            picks = [space.plans[i] for i in cover_cells(axes, values, observed)]
+            picks = [p for p in picks if p.cell.cell_id not in in_sweep]
+            why = "coverage: pairs an earlier failure hid"
         if not picks:
             stop: Stop = "stuck" if unexplained(observed, list(axes)) else "explained"
             return AdaptiveEnd(stop, spent, budget, rounds)
@@ -119,5 +127,5 @@ def localise_rounds(
         picks = picks[:room]
         store.add_cells(sweep_id, [p.cell for p in picks], ORIGIN_LOCALISE)
         rounds += 1
-        if launch(picks):
+        if launch(picks, why):
             return AdaptiveEnd("stopped", spent + len(picks), budget, rounds)

@@ -91,8 +91,8 @@ def adapt(
 ) -> bool:
     """The adaptive phase over the matrix's valid cells; records how it ended; True when the sweep stopped."""
 
-    def launch(plans: list[CellPlan]) -> bool:
-        on_grow([p.cell for p in plans], "localisation")
+    def launch(plans: list[CellPlan], why: str) -> bool:
+        on_grow([p.cell for p in plans], why)
         return run([Job(p, 1) for p in plans])
 
     space = Space(tuple(preflight.valid))
