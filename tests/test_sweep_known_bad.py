@@ -47,7 +47,8 @@ def test_second_sweep_skips_exactly_the_proven_cells(tmp_path: Path) -> None:
     assert all(c["run_id"] not in {x["run_id"] for x in first["cells"]} for c in launched)
     assert {c["cell_id"] for c in launched if c["category"] == "illegal_memory_access"} == crashed
     assert "4 cells skipped as known bad" in stdout
-    assert re.search(r"plan: 12 cells; strategy full .*launches 8 cells, .*from past runs \(12\)\).*4 known bad", stdout)
+    plan = r"plan: 12 cells; strategy full .*launches 8 cells, .*from past runs \(12\)\).*4 known bad"
+    assert re.search(plan, stdout)
 
     _, third = _sweep(tmp_path, db, "third", "--retry-known-bad")
     assert not [c for c in third["cells"] if c["status"] == "skipped"]
