@@ -123,3 +123,28 @@ def test_budget_stops_honestly_and_resume_continues_the_same_plan(
     explanation = _explain(db, sweep_id)
     assert _first(explanation, "nan_in_probs")["confirmed"] and _first(explanation, "nan_in_probs")["flags"] == PAIR
     assert processes_under(tmp_path / "work") == []
+
+
+def test_strategy_full_resume_fills_in_the_rest_without_rerunning(tmp_path: Path) -> None:
+    hosts = write_hosts(tmp_path / "hosts.yaml", tmp_path / "work", scenario=DATA / "known-bad-scenario.yaml")
+    db = tmp_path / "o.db"
+    args = ("sweep", str(DATA / "known-bad-matrix.yaml"), "--host", "simhost", "--hosts", str(hosts))
+    first = orchestrator(*args, "--strategy", "adaptive", "--json-out", str(tmp_path / "a.json"), db=db, timeout=300)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+    cut = json.loads((tmp_path / "a.json").read_text())
+    assert cut["strategy"] == "adaptive" and len(cut["cells"]) < 12
+    assert f"{12 - len(cut['cells'])} of 12 cells not run" in first.stdout
+    sweep_id = cut["sweep_id"]
+    more = orchestrator(
+        *args, "--strategy", "full", "--resume", sweep_id, "--json-out", str(tmp_path / "b.json"), db=db, timeout=300
+    )
+    assert more.returncode == 0, more.stdout[-3000:] + more.stderr[-2000:]
+    whole = json.loads((tmp_path / "b.json").read_text())
+    assert whole["strategy"] == "full" and len(whole["cells"]) == 12 and "cells not run" not in more.stdout
+    before = {c["cell_id"]: c["run_id"] for c in cut["cells"]}
+    after = {c["cell_id"]: c for c in whole["cells"]}
+    assert all(after[i]["run_id"] == run_id and after[i]["runs"] == 1 for i, run_id in before.items())
+    with Store(db) as store:
+        origins = store.cell_origins(sweep_id)
+    assert {origins[i] for i in after if i not in before} == {"fill"}
+    assert processes_under(tmp_path / "work") == []

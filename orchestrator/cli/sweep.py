@@ -91,7 +91,9 @@ def sweep(
         if json_out:
             data = json.loads(render("json", results, record))
             if isinstance(data, dict):
-                data.update(strategy=used, matrix_cells=matrix_cells)
+                data.update(strategy=used, matrix_cells=matrix_cells, not_run=max(0, matrix_cells - len(results)))
+                if used == "adaptive":
+                    data["adaptive"] = record.settings.get("adaptive")
             json_out.write_text(json.dumps(data, indent=2) + "\n")
     if record.status == "interrupted":
         skipped = sum(1 for r in results if r.status is Status.SKIPPED)
