@@ -34,6 +34,13 @@ def test_second_sweep_skips_exactly_the_proven_cells(tmp_path: Path) -> None:
     assert len(proven) == 4 and len(crashed) == 2
     assert all(c["flags"]["dsa-decode-backend"] == "fa3" for c in first["cells"] if c["cell_id"] in proven)
 
+    hosts = tmp_path / "hosts.yaml"
+    checked = orchestrator(
+        "validate", str(DATA / "known-bad-matrix.yaml"), "--host", "simhost", "--hosts", str(hosts), db=db
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert re.search(r"launches 8 cells, .*from past runs \(12\)\); 4 known bad from past sweeps", checked.stdout)
+
     stdout, second = _sweep(tmp_path, db, "second")
     skipped = {c["cell_id"]: c for c in second["cells"] if c["status"] == "skipped"}
     assert set(skipped) == set(proven)

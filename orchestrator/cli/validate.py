@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -12,12 +13,15 @@ from rich.text import Text
 from orchestrator.cli.common import exits_on_error, make_console, resolve_host
 from orchestrator.cli.root import app
 from orchestrator.config.load import load_matrix
+from orchestrator.config.model import effective_deadlines
 from orchestrator.errors import ConfigError
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.expand import expand
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help
+from orchestrator.store import Store, default_db_path
 from orchestrator.sweep.plan import CellPlan, plan_cells
+from orchestrator.sweep.plan_steps import plan_cost
 from orchestrator.sweep.preflight import run_preflight
 from orchestrator.sweep.strategy import cost_line
 
@@ -32,6 +36,9 @@ def validate(
     scenario: Annotated[Path | None, typer.Option(help="Scenario file of the simulated host.")] = None,
     hosts_file: Annotated[Path | None, typer.Option("--hosts", help="Hosts inventory.")] = None,
     strict: Annotated[bool, typer.Option(help="Exit 1 when any cell is invalid.")] = False,
+    db: Annotated[
+        Path | None, typer.Option(help="The store whose past runs time the estimate (default: $ORCHESTRATOR_DB).")
+    ] = None,
 ) -> None:
     """Expand a matrix and check every cell against an SGLang release's flags; launches nothing."""
     console = make_console()
@@ -42,6 +49,7 @@ def validate(
         if against is not None:
             grammar = _grammar_from_file(against)
             plans = plan_cells(cells, lambda _install: grammar, gpus)
+            cost = None
             source = f"{against} ({grammar.prog})"
         elif host is not None:
             host_config = resolve_host(host, scenario=scenario, hosts_file=hosts_file)
@@ -51,9 +59,14 @@ def validate(
             finally:
                 session.close()
             plans = preflight.plans
+            path = db or default_db_path()
+            with Store(path, create=False) if path.is_file() else nullcontext() as store:
+                deadlines = effective_deadlines(host_config, matrix)
+                cost = plan_cost(store, host_config, deadlines, preflight, None).text()
             source = f"host {host_config.name} ({', '.join(f'{k} {v}' for k, v in preflight.versions.items() if v)})"
         else:
             plans = [CellPlan(c, ()) for c in cells]
+            cost = None
             source = "nothing (flags unchecked: pass --against HELPFILE or --host H)"
     invalid = [p for p in plans if not p.ok]
     table = Table(title=Text(f"{matrix.name}: {len(plans)} cells, checked against {source}"))
@@ -65,7 +78,7 @@ def validate(
         table.add_row(plan.cell.cell_id, Text(plan.cell.label), check)
     console.print(table)
     console.print(f"{len(plans) - len(invalid)} valid, {len(invalid)} invalid")
-    console.print(cost_line(len(plans), [p.cell for p in plans if p.ok], matrix.deadlines))
+    console.print(cost or cost_line(len(plans), [p.cell for p in plans if p.ok], matrix.deadlines), soft_wrap=True)
     if strict and invalid:
         raise typer.Exit(1)
 

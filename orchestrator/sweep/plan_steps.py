@@ -7,17 +7,22 @@ and runs cells only through the callable it is given.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from orchestrator.classify.unlaunched import known_bad_verdict
+from orchestrator.config.model import HostConfig
+from orchestrator.matrix.cost import Strategy, default_strategy
 from orchestrator.model import Cell
+from orchestrator.settings import Deadlines
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.adaptive import Space, localise_rounds
 from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched
+from orchestrator.sweep.costing import LaunchCost, launch_estimate
 from orchestrator.sweep.known_bad import Proof, known_bad
 from orchestrator.sweep.plan import CellPlan
 from orchestrator.sweep.preflight import Preflight
 from orchestrator.sweep.scheduler import Job
-from orchestrator.sweep.strategy import axis_values, default_budget
+from orchestrator.sweep.strategy import axis_values, default_budget, starting_cells
 
 RunJobs = Callable[[list[Job]], bool]
 """Runs jobs to their verdicts; True when an infra verdict stopped the sweep."""
@@ -99,3 +104,28 @@ def adapt(
     end = localise_rounds(store, sweep_id, retries, space, budget, set(run.proofs), launch)
     store.update_sweep_settings(sweep_id, {"adaptive": end.to_dict()})
     return end.stop == "stopped"
+
+
+def plan_cost(
+    store: Store | None,
+    host: HostConfig,
+    deadlines: Deadlines,
+    preflight: Preflight,
+    strategy: Strategy | None,
+    *,
+    budget: int | None = None,
+    packed: bool = True,
+    retry_known_bad: bool = False,
+) -> LaunchCost:
+    """What `validate --host` prints: the cost of the plan a sweep of these cells would start with."""
+    cells = len(preflight.plans)
+    chosen: Strategy = strategy or default_strategy(cells)
+    keep = {c.cell_id for c in starting_cells(chosen, [p.cell for p in preflight.valid])}
+    start = replace(preflight, plans=[p for p in preflight.plans if p.cell.cell_id in keep or not p.ok])
+    proofs = proofs_for(store, host.name, preflight, retry_known_bad, "") if store is not None else {}
+    most = adaptive_budget(budget, cells, preflight, start) if chosen == "adaptive" else None
+    first = len([p for p in start.valid if p.cell.cell_id not in proofs])
+    history = store.host_history(host.name) if store is not None else []
+    sample = [p.cell for p in preflight.valid]
+    estimate = launch_estimate(max(first, most or 0), host, deadlines, history, sample, packed)
+    return LaunchCost.of(cells, chosen, strategy is None, start, proofs, most, estimate)
