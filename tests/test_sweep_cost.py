@@ -3,6 +3,11 @@ stops with a clear message, launching and storing nothing, unless --yes."""
 
 from __future__ import annotations
 
+import os
+import select
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from orchestrator.config.model import HostConfig
@@ -64,3 +69,52 @@ def test_estimate_prefers_past_runs_of_the_same_model_and_packs() -> None:
     assert abs(packed.hours - 40 * 610 / 4 / 3600) < 1e-9
     serial = launch_estimate(40, host, Deadlines(), [], sample, packed=False)
     assert serial.source == "deadlines" and serial.per_cell_s == worst_case_s(Deadlines()) and serial.parallel == 1
+
+
+def _on_a_terminal(args: list[str], db: Path, answer: bytes) -> tuple[int, str]:
+    """Run the CLI with a pseudo-terminal as its stdin and stdout, answer its question, return (exit, output)."""
+    master, slave = os.openpty()
+    env = {**os.environ, "ORCHESTRATOR_DB": str(db), "COLUMNS": "200", "TERM": "xterm"}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", *args], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO
+    )
+    os.close(slave)
+    seen, answered, deadline = b"", False, time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            if not answered and b"Start it anyway?" in seen:
+                os.write(master, answer)
+                answered = True
+            if child.poll() is not None and not ready:
+                break
+        return child.wait(timeout=60), seen.decode(errors="replace")
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        os.close(master)
+
+
+def test_on_a_terminal_it_asks_and_a_no_launches_nothing(tmp_path: Path) -> None:
+    hosts = write_hosts(tmp_path / "hosts.yaml", tmp_path / "work", scenario=DATA / "known-bad-scenario.yaml")
+    db = tmp_path / "o.db"
+    args = ["sweep", str(DATA / "known-bad-matrix.yaml"), "--host", "simhost", "--hosts", str(hosts)]
+    args += ["--max-hours", "0"]
+    code, out = _on_a_terminal(args, db, b"n\n")
+    assert code != 0 and "Start it anyway?" in out and "declined at the prompt" in out, out[-2000:]
+    with Store(db) as store:
+        assert store.list_sweeps() == []
+    code, out = _on_a_terminal(args, db, b"y\n")
+    assert code == 0, out[-3000:]
+    with Store(db) as store:
+        assert len(store.list_sweeps()) == 1
+    assert processes_under(tmp_path / "work") == []

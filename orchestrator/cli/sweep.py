@@ -72,7 +72,7 @@ def sweep(
                     f"resume: run {run.run_id} was in flight; "
                     + ("re-attaching to it" if alive else "it is gone: its cell runs again")
                 ),
-                on_cost=lambda cost: confirm_cost(console, cost, max_hours, yes),
+                on_cost=lambda cost: confirm_cost(console, cost, max_hours, yes, progress.paused),
                 on_grow=progress.on_grow,
             )
             if resume:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 from rich.console import Console
 from rich.prompt import Confirm
@@ -16,15 +17,26 @@ from orchestrator.sweep.costing import CostRefused, LaunchCost
 from orchestrator.sweep.known_bad import KNOWN_BAD_PREFIX
 
 
-def confirm_cost(console: Console, cost: LaunchCost, max_hours: float, yes: bool) -> None:
-    """Print the cost; above `max_hours` ask (on a terminal) or refuse (without one) unless `yes`."""
+def confirm_cost(
+    console: Console,
+    cost: LaunchCost,
+    max_hours: float,
+    yes: bool,
+    paused: Callable[[], AbstractContextManager[None]] = nullcontext,
+) -> None:
+    """Print the cost; above `max_hours` ask (on a terminal) or refuse (without one) unless `yes`.
+
+    `paused` keeps a live display from drawing over the question.
+    """
     console.print(f"plan: {cost.text()}", soft_wrap=True)
     hours = cost.estimate.hours
     if hours <= max_hours or yes:
         return
     over = f"the estimate, about {hours:.1f} h, is above --max-hours {max_hours:g}"
     if sys.stdin.isatty() and console.is_terminal:
-        if Confirm.ask(f"{over}. Start it anyway?", console=console, default=False):
+        with paused():
+            go = Confirm.ask(f"{over}. Start it anyway?", console=console, default=False)
+        if go:
             return
         raise CostRefused("not started: declined at the prompt; nothing was launched")
     raise CostRefused(

@@ -9,6 +9,7 @@ import typer
 
 from orchestrator.cli.common import make_console
 from orchestrator.cli.root import app
+from orchestrator.cli.sweep_plan import not_run_lines
 from orchestrator.errors import StoreError
 from orchestrator.report.table import TableFormat, render, term_table
 from orchestrator.store import Store, default_db_path
@@ -33,6 +34,9 @@ def table(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
     if fmt == "term":
-        make_console().print(term_table(results, record))
+        console = make_console()
+        console.print(term_table(results, record))
+        for line in not_run_lines(record, results, record.matrix_path or "MATRIX"):
+            console.print(line, soft_wrap=True)
     else:
         typer.echo(render(fmt, results, record), nl=False)

@@ -26,7 +26,7 @@ from orchestrator.sweep.strategy import axis_values, cell_values
 ORIGIN_LOCALISE = "localise"
 Stop = Literal["explained", "budget", "stuck", "stopped"]
 STOP_TEXT: dict[str, str] = {
-    "explained": "every failure category has one confirmed cause",
+    "explained": "nothing left to localise: every failure seen has a confirmed cause",
     "budget": "the budget of launched cells ran out",
     "stuck": "no valid cell is left that could split the remaining candidates",
     "stopped": "the sweep stopped after an infra failure",

@@ -10,6 +10,8 @@ import statistics
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from rich.console import Console, Group
@@ -63,6 +65,18 @@ class SweepProgress:
     def __exit__(self, *exc: object) -> None:
         if self._live is not None:
             self._live.__exit__(None, None, None)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The live panel off while the user is asked something (a prompt under a redrawn panel is lost)."""
+        live = self._live
+        if live is not None:
+            live.stop()
+        try:
+            yield
+        finally:
+            if live is not None:
+                live.start()
 
     def on_plan(self, preflight: Preflight) -> None:
         """Preflight is done: the cells to run are known."""
