@@ -294,18 +294,16 @@ def _localised(
     sweep_id: str,
 ) -> GroupReport:
     """An adaptive sweep's group: confirmed causes first and marked, the candidates left named."""
-    causes, left = found.confirmed.get(report.category, []), found.remaining.get(report.category, [])
+    causes, left = found.confirmed_flags(report.category), found.remaining.get(report.category, [])
     if not causes and not left:
         return report
     fails = [_row(c, with_install) for c in cells]
     lead: list[Finding] = []
-    for cause in causes:
-        flags = found.flags_of(cause)
-        wanted = {name: (value,) for name, value in flags.items()}
+    for wanted in causes:
         match = next((f for f in report.findings if f.warning is None and f.flags == wanted), None)
         if match is None:
-            kind = "flag" if len(flags) == 1 else "flags"
-            predicate = Predicate(kind, tuple((name, frozenset({value})) for name, value in flags.items()))
+            kind = "flag" if len(wanted) == 1 else "flags"
+            predicate = Predicate(kind, tuple((name, frozenset(values)) for name, values in wanted.items()))
             match = _finding(report.category, score(predicate, fails, passes))
         lead.append(replace(match, confirmed=True))
     shown = {f.text for f in lead}

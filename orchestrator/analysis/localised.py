@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
 from orchestrator.analysis.inputs import CellOutcome, SweepView
 from orchestrator.matrix.flags import canonical_name
@@ -42,6 +43,26 @@ class Localisation:
     def flags_of(self, cause: Cause) -> dict[str, FlagValue]:
         """A cause as flag -> value."""
         return {name: self.values.get((name, text), text) for name, text in sorted(cause)}
+
+    def confirmed_flags(self, category: str) -> list[dict[str, tuple[FlagValue, ...]]]:
+        """The category's confirmed causes as flag -> values, causes that differ in one flag's value merged:
+        `fp8-gemm-backend=auto` and `=deep_gemm` read as `fp8-gemm-backend in {auto, deep_gemm}`."""
+        merged: list[dict[str, set[FlagValue]]] = [
+            {name: {value} for name, value in self.flags_of(cause).items()}
+            for cause in self.confirmed.get(category, [])
+        ]
+        changed = True
+        while changed:
+            changed = False
+            for i, j in combinations(range(len(merged)), 2):
+                a, b = merged[i], merged[j]
+                differ = [n for n in a if a[n] != b.get(n)]
+                if a.keys() == b.keys() and len(differ) == 1:
+                    a[differ[0]] |= b[differ[0]]
+                    del merged[j]
+                    changed = True
+                    break
+        return [{n: tuple(sorted(v, key=str)) for n, v in sorted(m.items())} for m in merged]
 
 
 def _values(cell: CellOutcome, with_install: bool) -> dict[str, FlagValue]:
