@@ -99,7 +99,7 @@ def localisation(view: SweepView, group_of: Callable[[CellOutcome], str], stop: 
         {cat: sorted(causes, key=cause_text) for cat, causes in sure.items()},
         {cat: _by_support(causes, observed, cat) for cat, causes in left.items()},
         values,
-        stop or "stopped",
+        stop or "interrupted",
     )
 
 

@@ -39,7 +39,12 @@ def sweep(
         ),
     ] = None,
     budget: Annotated[
-        int | None, typer.Option(min=1, help="adaptive: launch at most this many cells in all (default: a tenth).")
+        int | None,
+        typer.Option(
+            min=1,
+            help="adaptive: launch at most this many cells in all, the covering array always whole "
+            "(default: a tenth of the matrix).",
+        ),
     ] = None,
     max_hours: Annotated[
         float, typer.Option(min=0, help="Ask before a sweep estimated to take longer than this (hours).")

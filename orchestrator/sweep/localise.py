@@ -6,8 +6,9 @@ candidate it holds); a pair is set aside while one of its values survives on its
 with C without the pair's other value. A failing
 cell needs at least one cause, so a candidate that is the only survivor in some failing cell is
 `confirmed`. The next cells to launch change one suspected value of a failing cell at a time, to a
-value that introduces no new suspects where one exists, keeping the rest as they were: a pass
-clears what it holds, a failure is a smaller failing cell.
+value that introduces no new suspects where one exists, keeping the rest as they were (never to a
+cell holding a confirmed cause, which would only fail for it again): a pass clears what it holds, a
+failure is a smaller failing cell.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ def next_cells(
     done = {tuple(o.values.get(n) for n in names) for o in observed}
     index = {tuple(c.get(n) for n in names): i for i, c in enumerate(valid)}
     sure = confirmed(observed, names)
+    # A cell holding a confirmed cause fails for it again and tells nothing about the suspects it splits.
+    masking: set[Cause] = set().union(*sure.values()) if sure else set()
     picked: list[int] = []
     for cat, cells in sorted(_failing(observed).items()):
         open_cells = []
@@ -107,6 +110,8 @@ def next_cells(
             alive = _alive(cell.values, names, cleared, cells)
             if alive and not any(c <= frozenset(cell.values.items()) for c in sure.get(cat, ())):
                 open_cells.append((len(alive), sorted(map(sorted, alive)), cell, alive))
+        if open_cells and _stuck(set.intersection(*(t[3] for t in open_cells)), names, valid, done, masking):
+            continue
         best: tuple[tuple[int, int, int, int], int] | None = None
         for _, _, cell, alive in sorted(open_cells, key=lambda t: (t[0], t[1])):
             for position, name in enumerate(names):
@@ -116,6 +121,8 @@ def next_cells(
                     key = tuple(value if n == name else cell.values.get(n) for n in names)
                     i = index.get(key)
                     if i is None or key in done or i in picked:
+                        continue
+                    if any(c <= frozenset(valid[i].items()) for c in masking):
                         continue
                     held = _alive(valid[i], names, cleared, cells)
                     split = len(alive & held)
@@ -129,6 +136,27 @@ def next_cells(
         if best is not None:
             picked.append(best[1])
     return picked
+
+
+def _stuck(
+    core: set[Cause], names: Sequence[str], valid: Sequence[Mapping[str, str]], done: set[tuple[str | None, ...]],
+    masking: set[Cause],
+) -> bool:
+    """Whether the candidates every open failing cell shares can no longer be told apart: no cell left to run
+    holds some of them but not all (a binary flag whose other value always fails earlier, say). Splitting
+    the other suspects of those cells would only move the failure around."""
+    if len(core) < 2:
+        return False
+    for cell in valid:
+        if tuple(cell.get(n) for n in names) in done:
+            continue
+        held = frozenset(cell.items())
+        if any(c <= held for c in masking):
+            continue
+        inside = sum(c <= held for c in core)
+        if 0 < inside < len(core):
+            return False
+    return True
 
 
 def unexplained(observed: Sequence[Observed], axes: Sequence[str]) -> dict[str, set[Cause]]:
