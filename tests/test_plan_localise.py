@@ -100,3 +100,13 @@ def test_a_single_is_not_preferred_to_a_pair_it_never_failed_without() -> None:
     assert frozenset({("a", "1"), ("d", "v")}) not in confirmed(observed, list(AXES)).get("nan_in_probs", set())
     nxt = next_cells(AXES, CELLS, observed)
     assert nxt and CELLS[nxt[0]]["d"] == "v" and CELLS[nxt[0]]["a"] != "1"
+
+
+def test_an_ambiguity_no_cell_can_resolve_stops_early_and_stays_unconfirmed() -> None:
+    # f has two values and f=g always fails first: e=n alone and (e=n, f=h) hold in exactly the same testable
+    # cells. Nothing can tell them apart, so localisation names both and stops instead of spending the budget.
+    observed = _localise(_masked_truth({"f": "h", "e": "n"}, {"f": "g"}), budget=64)
+    assert len(observed) < 48
+    assert "nan_in_probs" not in confirmed(observed, list(AXES))
+    left = unexplained(observed, list(AXES))["nan_in_probs"]
+    assert {frozenset({("e", "n")}), frozenset({("e", "n"), ("f", "h")})} <= left
