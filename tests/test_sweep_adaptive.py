@@ -135,6 +135,13 @@ def test_strategy_full_resume_fills_in_the_rest_without_rerunning(tmp_path: Path
     assert cut["strategy"] == "adaptive" and len(cut["cells"]) < 12
     assert f"{12 - len(cut['cells'])} of 12 cells not run" in first.stdout
     sweep_id = cut["sweep_id"]
+    refused = orchestrator(*args, "--strategy", "full", "--resume", sweep_id, "--max-hours", "0", db=db, timeout=300)
+    assert refused.returncode != 0 and "not started" in refused.stderr, refused.stdout[-2000:] + refused.stderr
+    assert f"launches {12 - len(cut['cells'])} cells" in refused.stdout
+    with Store(db) as store:
+        assert len(store.get_cells(sweep_id)) == len(cut["cells"])
+        assert store.get_sweep(sweep_id).settings["strategy"] == "adaptive"
+        assert store.get_sweep(sweep_id).status == "done"
     more = orchestrator(
         *args, "--strategy", "full", "--resume", sweep_id, "--json-out", str(tmp_path / "b.json"), db=db, timeout=300
     )

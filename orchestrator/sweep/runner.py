@@ -173,31 +173,47 @@ def resume_sweep(
             # Before preflight, whose check for foreign GPU holders would take these for strangers'.
             reap_orphans(store, session, sweep_id, options.settings.deadlines.stop_grace)
             whole = expand(matrix) if strategy != "pairwise" else []
-            if strategy == "full" and stored != "full":
-                added = store.add_cells(sweep_id, whole, "fill")
-                hooks.on_grow(added, f"--strategy full: the {len(added)} cells the {stored} sweep did not run")
-            if strategy != stored:
-                store.update_sweep_settings(sweep_id, {"strategy": strategy})
             cells = store.get_cells(sweep_id)
             mine = {c.cell_id for c in cells}
+            fill = [c for c in whole if c.cell_id not in mine] if strategy == "full" and stored != "full" else []
             everything = cells + [c for c in whole if c.cell_id not in mine]
             full_preflight = run_preflight(session, everything, our_pgids=our_pgids(store, sweep_id))
-            preflight = replace(full_preflight, plans=[p for p in full_preflight.plans if p.cell.cell_id in mine])
+            keep = mine | {c.cell_id for c in fill}
+            preflight = replace(full_preflight, plans=[p for p in full_preflight.plans if p.cell.cell_id in keep])
+            proofs = proofs_for(store, host.name, full_preflight, options.retry_known_bad, sweep_id)
+            jobs = jobs_left(store, sweep_id, preflight, options.retries)
+            budget = None
+            if strategy == "adaptive":
+                given = options.budget or record.settings.get("budget")
+                budget = adaptive_budget(given, len(whole), full_preflight, preflight)
+            # Asked before the plan grows in the store: a refused fill leaves the sweep as it was.
+            owed = replace(preflight, plans=[j.plan for j in jobs])
+            spent = _launched(store, sweep_id, full_preflight, proofs)
+            room = None if budget is None else max(0, budget - spent) + len(owed.valid)
+            estimate = launch_estimate_for(store, host, options, full_preflight, owed, proofs, room)
+            size = int(record.settings.get("matrix_cells") or len(whole) or len(cells))
+            try:
+                hooks.on_cost(LaunchCost.of(size, strategy, False, owed, proofs, room, estimate))
+            except BaseException:
+                if record.status != "running":  # refused: the sweep stays as it was
+                    store.finish_sweep(sweep_id, record.status, record.ended_at)
+                raise
+            added = store.add_cells(sweep_id, fill, "fill")
+            hooks.on_grow(added, f"--strategy full: the cells the {stored} sweep did not run")
+            if strategy != stored:
+                store.update_sweep_settings(sweep_id, {"strategy": strategy})
+            if budget is not None and budget != record.settings.get("budget"):
+                store.update_sweep_settings(sweep_id, {"budget": budget})
             hooks.on_plan(preflight)
             # Killed before they were recorded: preflight rejects them again, now with a record.
             done = finished_runs(store, sweep_id)
             for plan in preflight.invalid:
                 if plan.cell.cell_id not in done:
                     record_invalid(store, sweep_id, host.name, plan)
-            proofs = proofs_for(store, host.name, full_preflight, options.retry_known_bad, sweep_id)
             run_jobs = jobs_runner(store, session, host, sweep_id, matrix, options, hooks)
             run = Launcher(store, sweep_id, host.name, hooks.on_result, proofs, run_jobs)
-            stopped = run(jobs_left(store, sweep_id, preflight, options.retries))
-            if strategy == "adaptive" and not stopped:
-                given = options.budget or record.settings.get("budget")
-                budget = adaptive_budget(given, len(whole), full_preflight, preflight)
-                if budget != record.settings.get("budget"):
-                    store.update_sweep_settings(sweep_id, {"budget": budget})
+            stopped = run(jobs)
+            if budget is not None and not stopped:
                 stopped = adapt(store, sweep_id, matrix.retries, full_preflight, budget, run, hooks.on_grow)
             _finish(store, session, sweep_id, options, stopped)
         finally:
@@ -213,6 +229,12 @@ def _chosen(cells: list[Cell], preflight: Preflight, strategy: Strategy) -> tupl
     keep |= {p.cell.cell_id for p in preflight.invalid}
     plans = [p for p in preflight.plans if p.cell.cell_id in keep]
     return [c for c in cells if c.cell_id in keep], replace(preflight, plans=plans)
+
+
+def _launched(store: Store, sweep_id: str, preflight: Preflight, proofs: dict[str, Proof]) -> int:
+    """Cells of the sweep that cost a launch: valid ones, less the known-bad ones skipped."""
+    valid = {p.cell.cell_id for p in preflight.valid}
+    return len([c for c in store.get_cells(sweep_id) if c.cell_id in valid and c.cell_id not in proofs])
 
 
 def jobs_runner(
