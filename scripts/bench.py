@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import bench_adaptive
 import bench_cli
 import bench_report as report
 from bench_env import BenchEnv, free_local_port, scenario
@@ -193,6 +194,8 @@ def main() -> int:
     report.details(ours, naive, setup, mine)
     report.print_figures(mine, theirs)
     for key, value in bench_cli.cli_start().items():
+        print(f"{key}: {value}")
+    for key, value in bench_adaptive.adaptive_cells().items():
         print(f"{key}: {value}")
     report.progress(f"bench done in {time.time() - began:.0f}s (load average now {os.getloadavg()[0]:.1f})")
     return 0

@@ -70,10 +70,11 @@ def write_hosts(
 def orchestrator(
     *args: str, db: Path, timeout: float = 120, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run the CLI in a child process, as a user would."""
+    """Run the CLI in a child process, as a user would (from a script: no terminal to answer a prompt)."""
     full_env = {**os.environ, "ORCHESTRATOR_DB": str(db), "COLUMNS": "200", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", *args],
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=timeout,

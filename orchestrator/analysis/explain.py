@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.analysis.inputs import CellOutcome, SweepView
-from orchestrator.analysis.predicates import Row, Scored, flag_text, rank, shown_value
+from orchestrator.analysis.localised import Localisation, localisation
+from orchestrator.analysis.predicates import Predicate, Row, Scored, flag_text, rank, score, shown_value
 from orchestrator.matrix.flags import canonical_name
 from orchestrator.model import Category, FlagValue, Phase, Status
+from orchestrator.sweep.localise import cause_text
 
 MIN_LISTED = 0.5
 """Below this separation a predicate is as much noise as signal, so it is not listed."""
@@ -51,6 +53,8 @@ class Finding:
     pass_total: int
     separation: float
     score: float
+    confirmed: bool = False
+    """Adaptive sweeps: the cells it ran separate this cause from every other candidate (localised.py)."""
 
     @property
     def text(self) -> str:
@@ -73,6 +77,7 @@ class Finding:
             "pass_total": self.pass_total,
             "separation": round(self.separation, 4),
             "score": self.score,
+            "confirmed": self.confirmed,
         }
 
 
@@ -85,6 +90,8 @@ class GroupReport:
     pass_total: int
     findings: tuple[Finding, ...]
     notes: tuple[str, ...]
+    candidates_left: tuple[str, ...] = ()
+    """Adaptive sweeps: the causes still in doubt when the sweep stopped."""
 
     @property
     def separated(self) -> bool:
@@ -100,6 +107,8 @@ class GroupReport:
             "separated": self.separated,
             "cells": list(self.failing),
             "notes": list(self.notes),
+            "confirmed": [f.text for f in self.findings if f.confirmed],
+            "candidates_left": list(self.candidates_left),
         }
 
 
@@ -145,6 +154,9 @@ def explain(view: SweepView, *, max_findings: int = 5) -> Explanation:
         if cell.status is not Status.PASS:
             groups[group_of(cell)].append(cell)
     reports = [_report(name, cells, passes, flaky, with_install, max_findings) for name, cells in groups.items()]
+    if view.strategy == "adaptive":
+        found = localisation(view, group_of, view.plan_stop)
+        reports = [_localised(r, groups[r.category], passes, with_install, found, view.sweep_id) for r in reports]
     reports.sort(key=lambda g: (-len(g.failing), g.category))
     return Explanation(view.sweep_id, tuple(reports), flaky, len(passes), len(view.cells) - len(tested))
 
@@ -271,3 +283,42 @@ def _finding(category: str, scored: Scored) -> Finding:
         separation=scored.separation,
         score=scored.score,
     )
+
+
+def _localised(
+    report: GroupReport,
+    cells: list[CellOutcome],
+    passes: list[Row],
+    with_install: bool,
+    found: Localisation,
+    sweep_id: str,
+) -> GroupReport:
+    """An adaptive sweep's group: confirmed causes first and marked, the candidates left named."""
+    causes, left = found.confirmed_flags(report.category), found.remaining.get(report.category, [])
+    if not causes and not left:
+        return report
+    fails = [_row(c, with_install) for c in cells]
+    lead: list[Finding] = []
+    for wanted in causes:
+        match = next((f for f in report.findings if f.warning is None and f.flags == wanted), None)
+        if match is None:
+            kind = "flag" if len(wanted) == 1 else "flags"
+            predicate = Predicate(kind, tuple((name, frozenset(values)) for name, values in wanted.items()))
+            match = _finding(report.category, score(predicate, fails, passes))
+        lead.append(replace(match, confirmed=True))
+    shown = {f.text for f in lead}
+    findings = (*lead, *(f for f in report.findings if f.text not in shown))
+    notes = [n for n in report.notes if "flaky" in n] if lead else list(report.notes)
+    for f in lead:
+        notes.insert(0, (
+            f"confirmed: {f.text} is the only explanation left ({f.fail_with} failing cell(s) hold it): in a "
+            "failing cell, every other value and value pair it holds also occurs in a passing cell"
+        ))  # fmt: skip
+    texts = tuple(cause_text(c) for c in left)
+    if texts:
+        notes.append(
+            f"not confirmed ({found.why_left()}): {len(texts)} candidate(s) left: {'; '.join(texts[:5])}"
+            + ("; ..." if len(texts) > 5 else "")
+            + f". `orchestrator sweep MATRIX --strategy full --resume {sweep_id}` runs the rest of the matrix"
+        )
+    return replace(report, findings=findings, notes=tuple(notes), candidates_left=texts)

@@ -64,6 +64,10 @@ class SweepView:
     packages: dict[str, str]
     host_facts: dict[str, str]
     cells: tuple[CellOutcome, ...]
+    strategy: str = "full"
+    """How the sweep chose its cells: `full`, `pairwise` or `adaptive`."""
+    plan_stop: str | None = None
+    """Adaptive: why localisation stopped (`explained`, `budget`, `stuck`, `stopped`); None if it never ended."""
 
     @property
     def installs(self) -> tuple[str | None, ...]:

@@ -100,7 +100,7 @@ def explanation_renderable(e: Explanation) -> RenderableType:
             table.add_column(column, overflow="fold")
         for i, f in enumerate(group.findings, 1):
             table.add_row(
-                str(i), f.text, f"{f.fail_with}/{f.fail_total}", f"{f.pass_with}/{f.pass_total}", f"{f.score:.2f}"
+                str(i), _marked(f), f"{f.fail_with}/{f.fail_total}", f"{f.pass_with}/{f.pass_total}", f"{f.score:.2f}"
             )
         parts.append(table if group.findings else Text(_group_title(group), style="bold"))
         parts.extend(Text(f"  note: {note}", style="yellow") for note in group.notes)
@@ -147,7 +147,7 @@ def _explanation_md(e: Explanation) -> str:
     for group in e.groups:
         # A clear finding makes weaker ones noise in a summary; without one, the best is still worth a look.
         numbered = list(enumerate(group.findings, 1))
-        clear = [(i, f) for i, f in numbered if f.separation >= CLEAR] or numbered[:1]
+        clear = [(i, f) for i, f in numbered if f.separation >= CLEAR or f.confirmed] or numbered[:1]
         lead = "; ".join(f"({i}) {_finding_md(f)}" for i, f in clear[:SUMMARY_FINDINGS])
         lead = lead or "nothing separates it"
         lines.append(f"- **{group.category}** ({len(group.failing)} failing): {lead}")
@@ -157,8 +157,15 @@ def _explanation_md(e: Explanation) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _marked(f: Finding) -> str:
+    """The finding's text, with `(confirmed)` when an adaptive sweep proved it."""
+    return f"{f.text} (confirmed)" if f.confirmed else f.text
+
+
 def _finding_md(f: Finding) -> str:
     counts = f"{f.fail_with}/{f.fail_total} failing, {f.pass_with}/{f.pass_total} passing"
+    if f.confirmed:
+        counts += ", confirmed"
     if f.warning is not None:
         return f"{'' if f.present else 'no '}warning {_code(f.warning)} ({counts})"
     return f"{_code(f.text)} ({counts})"

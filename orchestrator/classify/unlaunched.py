@@ -24,3 +24,11 @@ def skipped_verdict(reason: str) -> Verdict:
 def gpus_unavailable_verdict(reason: str) -> Verdict:
     """A cell that cannot start: the GPUs it needs are held by processes that are not this sweep's."""
     return Verdict(Status.INFRA, Phase.PREFLIGHT, Category.GPU_MEMORY_IN_USE, None, reason=reason)
+
+
+def known_bad_verdict(reason: str, proven: Verdict) -> Verdict:
+    """A cell not launched because a past run proved it cannot work here: skipped, with the proven category.
+
+    The root-cause line stays with the proving run (its id is in the reason), so the table shows the reason.
+    """
+    return Verdict(Status.SKIPPED, proven.phase, proven.category, None, reason)

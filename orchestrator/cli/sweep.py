@@ -18,11 +18,13 @@ from orchestrator.cli.common import (
     resolve_host,
 )
 from orchestrator.cli.root import app
+from orchestrator.cli.sweep_plan import confirm_cost, not_run_lines
 from orchestrator.cli.sweep_resume import earlier_sweeps, finished_statuses, resume_command
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
 from orchestrator.errors import HostBusy
 from orchestrator.host.session import HostSession
+from orchestrator.matrix.cost import DEFAULT_MAX_HOURS
 from orchestrator.model import Status
 from orchestrator.report.table import render
 from orchestrator.sweep.execute import RunSettings
@@ -43,8 +45,27 @@ def sweep(
     json_out: Annotated[Path | None, typer.Option(help="Also write the table as JSON here.")] = None,
     hosts_file: Annotated[Path | None, typer.Option("--hosts", help="Hosts inventory.")] = None,
     strategy: Annotated[
-        Literal["full", "pairwise"], typer.Option(help="full: every cell; pairwise: a covering array of value pairs.")
-    ] = "full",
+        Literal["full", "pairwise", "adaptive"] | None,
+        typer.Option(
+            help="full: every cell; pairwise: a covering array of value pairs; adaptive: that array, then the cells "
+            "that localise each failure (default: full up to 64 cells, adaptive above; on --resume, the sweep's own)."
+        ),
+    ] = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="adaptive: launch at most this many cells in all, the covering array always whole "
+            "(default: a tenth of the matrix).",
+        ),
+    ] = None,
+    max_hours: Annotated[
+        float, typer.Option(min=0, help="Ask before a sweep estimated to take longer than this (hours).")
+    ] = DEFAULT_MAX_HOURS,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Start without asking, whatever the estimate.")] = False,
+    retry_known_bad: Annotated[
+        bool, typer.Option(help="Launch cells past sweeps proved invalid or unsupported on this host and version.")
+    ] = False,
 ) -> None:
     """Run every cell of a matrix on a host and print the pass/fail table."""
     console = make_console()
@@ -62,6 +83,8 @@ def sweep(
             retries=matrix.retries,
             on_infra=matrix.on_infra,
             strategy=strategy,
+            budget=budget,
+            retry_known_bad=retry_known_bad,
         )
         with open_store(db) as store:
             interrupts = Interrupts(
@@ -101,6 +124,8 @@ def sweep(
                                 + ("re-attaching to it" if alive else "it is gone: its cell runs again")
                             ),
                             on_start=started,
+                            on_cost=lambda cost: confirm_cost(console, cost, max_hours, yes, progress.paused),
+                            on_grow=progress.on_grow,
                         )
                         if resume:
                             sweep_id = resume_sweep(store, resume, matrix, host_config, options, hooks)
@@ -120,17 +145,16 @@ def sweep(
             results = store.cell_results(sweep_id, matrix.retries)
         print_table(console, results, record)
         matrix_cells = int(record.settings.get("matrix_cells", len(results)))
-        used = str(record.settings.get("strategy", "full"))
-        if matrix_cells > len(results):
-            console.print(
-                f"strategy {used}: {matrix_cells - len(results)} of {matrix_cells} cells not run "
-                "(their value pairs are covered by the cells that ran; --strategy full runs them)"
-            )
+        used = str(record.settings.get("strategy") or "full")
+        for line in not_run_lines(record, results, str(matrix_path)):
+            console.print(line)
         console.print(f"sweep {sweep_id} · orchestrator table {sweep_id} · orchestrator explain {sweep_id}")
         if json_out:
             data = json.loads(render("json", results, record))
             if isinstance(data, dict):
-                data.update(strategy=used, matrix_cells=matrix_cells)
+                data.update(strategy=used, matrix_cells=matrix_cells, not_run=max(0, matrix_cells - len(results)))
+                if used == "adaptive":
+                    data["adaptive"] = record.settings.get("adaptive")
             json_out.write_text(json.dumps(data, indent=2) + "\n")
     if results and all(r.status is Status.INVALID for r in results):
         # A typo in every cell is not a finished sweep: a script or a scheduler must see it fail.

@@ -13,6 +13,7 @@ import typer
 
 from orchestrator.cli.common import make_console, print_table
 from orchestrator.cli.root import app
+from orchestrator.cli.sweep_plan import not_run_lines
 from orchestrator.errors import StoreError
 from orchestrator.report.table import TableFormat, render
 from orchestrator.store import Store, default_db_path
@@ -40,6 +41,9 @@ def table(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
     if fmt == "term":
-        print_table(make_console(), results, record, wide=wide)
+        console = make_console()
+        print_table(console, results, record, wide=wide)
+        for line in not_run_lines(record, results, record.matrix_path or "MATRIX"):
+            console.print(line, soft_wrap=True)
     else:
         typer.echo(render(fmt, results, record), nl=False)

@@ -6,6 +6,7 @@ not checked at all, and the output says so rather than calling the cells ok.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -16,12 +17,15 @@ from rich.text import Text
 from orchestrator.cli.common import exits_on_error, make_console, resolve_host
 from orchestrator.cli.root import app
 from orchestrator.config.load import load_matrix
+from orchestrator.config.model import effective_deadlines
 from orchestrator.errors import ConfigError
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.expand import expand
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help
+from orchestrator.store import Store, default_db_path
 from orchestrator.sweep.plan import CellPlan, plan_cells
+from orchestrator.sweep.plan_steps import plan_cost
 from orchestrator.sweep.preflight import run_preflight
 from orchestrator.sweep.strategy import cost_line
 
@@ -41,6 +45,9 @@ def validate(
     strict: Annotated[
         bool, typer.Option(hidden=True, help="Accepted for old scripts: any invalid cell exits 1 anyway.")
     ] = False,
+    db: Annotated[
+        Path | None, typer.Option(help="The store whose past runs time the estimate (default: $ORCHESTRATOR_DB).")
+    ] = None,
 ) -> None:
     """Expand a matrix and check every cell against an SGLang release's flags; launches nothing."""
     console = make_console()
@@ -51,6 +58,7 @@ def validate(
         if against is not None:
             grammar = _grammar_from_file(against)
             plans = plan_cells(cells, lambda _install: grammar, gpus)
+            cost = None
             source = f"{against} ({grammar.prog})"
         elif host is not None:
             host_config = resolve_host(host, scenario=scenario, hosts_file=hosts_file)
@@ -60,9 +68,14 @@ def validate(
             finally:
                 session.close()
             plans = preflight.plans
+            path = db or default_db_path()
+            with Store(path, create=False) if path.is_file() else nullcontext() as store:
+                deadlines = effective_deadlines(host_config, matrix)
+                cost = plan_cost(store, host_config, deadlines, preflight, None).text()
             source = f"host {host_config.name} ({', '.join(f'{k} {v}' for k, v in preflight.versions.items() if v)})"
         else:
             plans = [CellPlan(c, ()) for c in cells]
+            cost = None
             source = None
     invalid = [p for p in plans if not p.ok]
     checked = f"checked against {source}" if source else NOT_CHECKED
@@ -81,7 +94,7 @@ def validate(
         console.print(f"{len(plans) - len(invalid)} valid, {len(invalid)} invalid")
     else:
         console.print(f"{len(plans)} cells not checked against a host: {HOW_TO_CHECK}")
-    console.print(cost_line(len(plans), [p.cell for p in plans if p.ok], matrix.deadlines))
+    console.print(cost or cost_line(len(plans), [p.cell for p in plans if p.ok], matrix.deadlines), soft_wrap=True)
     if invalid:
         # Always, since issue 20 (`--strict` stays accepted): a typo must stop a script before the night starts.
         typer.echo(

@@ -34,8 +34,10 @@ class Estimate:
         return self.cells * self.per_cell_s / max(1, self.parallel) / 3600
 
     def text(self) -> str:
-        """`30 cells, about 2.5 h (from past runs (12))`."""
-        return f"{self.cells} cells, about {self.hours:.1f} h (per cell {self.per_cell_s:.0f} s, from {self.source})"
+        """`30 cells, about 2.5 h (per cell 600 s, from past runs (12))`; under an hour in minutes."""
+        took = f"{self.hours:.1f} h" if self.hours >= 1 else f"{max(1, round(self.hours * 60))} min"
+        packed = f", {self.parallel} at a time" if self.parallel > 1 else ""
+        return f"{self.cells} cells, about {took} (per cell {self.per_cell_s:.0f} s{packed}, from {self.source})"
 
 
 def estimate(cells: int, past_durations_s: Sequence[float], deadlines_s: float, parallel: int = 1) -> Estimate:

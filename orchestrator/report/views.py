@@ -53,4 +53,6 @@ def sweep_view(record: SweepRecord, results: Sequence[CellResult]) -> SweepView:
         packages=versions,
         host_facts={str(k): str(v) for k, v in (record.host_facts or {}).items()},
         cells=tuple(cell_outcome(r) for r in results),
+        strategy=str(record.settings.get("strategy") or "full"),
+        plan_stop=(record.settings.get("adaptive") or {}).get("stop"),
     )

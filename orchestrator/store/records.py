@@ -103,8 +103,11 @@ class SweepRecord:
         )
 
 
-def cell_to_row(sweep_id: str, position: int, cell: Cell) -> dict[str, Any]:
-    """A `cells` row; of the cell's environment only the variable names are kept."""
+def cell_to_row(sweep_id: str, position: int, cell: Cell, origin: str | None = None) -> dict[str, Any]:
+    """A `cells` row; of the cell's environment only the variable names are kept.
+
+    `origin` says which step of the sweep's plan added the cell (`matrix`, `covering`, `localise`, `fill`).
+    """
     return {
         "sweep_id": sweep_id,
         "position": position,
@@ -113,6 +116,7 @@ def cell_to_row(sweep_id: str, position: int, cell: Cell) -> dict[str, Any]:
         "axes": json.dumps(list(cell.axes)),
         "env_names": json.dumps(sorted(cell.env)),
         "install": cell.install,
+        "origin": origin,
     }
 
 
@@ -209,3 +213,13 @@ class RunRecord:
     def ready_s(self) -> float | None:
         """Seconds from launch to ready, when the server got there."""
         return None if self.outcome is None else self.outcome.ready_s
+
+
+@dataclass(frozen=True)
+class PastRun:
+    """A finished run from the store's history, with its cell and what its sweep knew of the host."""
+
+    cell: Cell
+    run: RunRecord
+    versions: dict[str, Any]
+    host_facts: dict[str, Any]

@@ -6,7 +6,8 @@ import sqlite3
 
 from orchestrator.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the first release. 2: cells.origin (which step of the plan added a cell), runs by cell (past verdicts)."""
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -33,6 +34,7 @@ CREATE TABLE IF NOT EXISTS cells (
     axes      TEXT NOT NULL,
     env_names TEXT NOT NULL,
     install   TEXT,
+    origin    TEXT,
     PRIMARY KEY (sweep_id, cell_id),
     UNIQUE (sweep_id, position)
 );
@@ -60,19 +62,49 @@ CREATE TABLE IF NOT EXISTS runs (
     UNIQUE (sweep_id, cell_id, attempt)
 );
 CREATE INDEX IF NOT EXISTS runs_by_state ON runs (sweep_id, state);
+CREATE INDEX IF NOT EXISTS runs_by_cell ON runs (cell_id, state);
 """
 
 
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    2: ("ALTER TABLE cells ADD COLUMN origin TEXT",),
+}
+"""Version -> the statements that bring a store of the version before it up to it (additive only)."""
+
+
 def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Create the tables in an empty database; refuse one written by a newer schema."""
-    conn.executescript(
-        f"BEGIN IMMEDIATE;{_DDL}"
-        f"INSERT INTO schema_version (version) SELECT {SCHEMA_VERSION}"
-        " WHERE NOT EXISTS (SELECT 1 FROM schema_version);"
-        "COMMIT;"
-    )
-    (version,) = conn.execute("SELECT max(version) FROM schema_version").fetchone()
-    if version > SCHEMA_VERSION:
+    """Create the tables in an empty database, migrate an older one; refuse one written by a newer schema.
+
+    All in one immediate transaction, version read inside it: two processes opening an old store at
+    once migrate it once, and a store is either migrated whole or left as it was.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        old = _version(conn)
+        for target in sorted(_MIGRATIONS):
+            if old is not None and old < target <= SCHEMA_VERSION:
+                for statement in _MIGRATIONS[target]:
+                    conn.execute(statement)
+                conn.execute("UPDATE schema_version SET version = ?", (target,))
+        for statement in _DDL.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        if old is None:
+            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    version = _version(conn)
+    if version is not None and version > SCHEMA_VERSION:
         raise StoreError(
             f"the store was written by a newer orchestrator (schema {version}, this one reads {SCHEMA_VERSION})"
         )
+
+
+def _version(conn: sqlite3.Connection) -> int | None:
+    """The store's schema version, None for an empty database."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").fetchone() is None:
+        return None
+    (version,) = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+    return None if version is None else int(version)

@@ -9,6 +9,7 @@ threads behind a lock: cells packed onto one host write from their own threads.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -25,6 +26,7 @@ from orchestrator.errors import StoreError
 from orchestrator.model import Cell, ProbeOutcome, Verdict
 from orchestrator.store.records import (
     UNFINISHED_STATES,
+    PastRun,
     RunRecord,
     RunState,
     SweepRecord,
@@ -227,13 +229,19 @@ class Store:
         """Mark a sweep running again (`--resume`)."""
         self._update_sweep(sweep_id, "reopen", {"status": "running", "ended_at": None})
 
+    def update_sweep_settings(self, sweep_id: str, changes: Mapping[str, Any]) -> None:
+        """Merge `changes` into a sweep's stored settings (its plan grew, or a resume changed the strategy)."""
+        with self._lock:
+            settings = {**self.get_sweep(sweep_id).settings, **changes}
+            self._update_sweep(sweep_id, "update", {"settings": settings})
+
     def update_sweep_facts(self, sweep_id: str, host_facts: dict[str, Any], versions: dict[str, Any]) -> None:
         """Replace the host facts and versions recorded for a sweep (known only after preflight)."""
         self._update_sweep(sweep_id, "update", {"host_facts": host_facts, "versions": versions})
 
     # Cells
 
-    def save_cells(self, sweep_id: str, cells: Sequence[Cell]) -> None:
+    def save_cells(self, sweep_id: str, cells: Sequence[Cell], origin: str | None = None) -> None:
         """Record a sweep's cells in order; saving the same cells again is a no-op (resume)."""
         ids = [c.cell_id for c in cells]
         if len(set(ids)) != len(ids):
@@ -247,8 +255,63 @@ class Store:
                     raise StoreError(f"sweep {sweep_id} already has different cells ({len(saved)} saved)")
                 return
             for position, cell in enumerate(cells):
-                row = cell_to_row(sweep_id, position, cell)
+                row = cell_to_row(sweep_id, position, cell, origin)
                 conn.execute(_insert_sql("cells", row), row)
+
+    def add_cells(self, sweep_id: str, cells: Sequence[Cell], origin: str) -> list[Cell]:
+        """Append cells to a sweep as its plan grows (adaptive, or a fuller resume); returns those not there yet.
+
+        Cells the sweep already has are left as they are, so adding the same cells twice is a no-op.
+        """
+        with self._transaction(f"cannot add cells to sweep {sweep_id}") as conn:
+            query = "SELECT cell_id, position FROM cells WHERE sweep_id = ?"
+            saved = {r["cell_id"]: r["position"] for r in conn.execute(query, (sweep_id,))}
+            position = max(saved.values(), default=-1) + 1
+            added: list[Cell] = []
+            for cell in cells:
+                if cell.cell_id in saved:
+                    continue
+                row = cell_to_row(sweep_id, position, cell, origin)
+                conn.execute(_insert_sql("cells", row), row)
+                saved[cell.cell_id] = position
+                position += 1
+                added.append(cell)
+            return added
+
+    def cell_origins(self, sweep_id: str) -> dict[str, str | None]:
+        """Cell id -> the step of the plan that added it (None in stores from before origins were kept)."""
+        rows = self._rows("SELECT cell_id, origin FROM cells WHERE sweep_id = ? ORDER BY position", (sweep_id,))
+        return {r["cell_id"]: r["origin"] for r in rows}
+
+    def host_history(self, host: str, cell_ids: Sequence[str] = ()) -> list[PastRun]:
+        """Finished runs on `host` in every sweep (of `cell_ids` when given), oldest first, each with its cell
+        and its sweep's versions and host facts (what says whether an old verdict still holds)."""
+        where, params = "", [host]
+        if cell_ids:
+            marks = ", ".join("?" * len(cell_ids))
+            where = f" AND r.cell_id IN ({marks})"
+            params += list(cell_ids)
+        rows = self._rows(
+            "SELECT r.*, c.flags AS c_flags, c.axes AS c_axes, c.env_names AS c_env_names, c.install AS c_install,"
+            " s.versions AS s_versions, s.host_facts AS s_host_facts"
+            " FROM runs r JOIN cells c USING (sweep_id, cell_id) JOIN sweeps s USING (sweep_id)"
+            f" WHERE s.host = ? AND r.state = 'done'{where} ORDER BY r.ended_at, r.started_at",
+            params,
+        )
+        found = []
+        for row in rows:
+            cell = cell_from_row(
+                {
+                    "cell_id": row["cell_id"],
+                    "flags": row["c_flags"],
+                    "axes": row["c_axes"],
+                    "env_names": row["c_env_names"],
+                    "install": row["c_install"],
+                }
+            )
+            versions, facts = json.loads(row["s_versions"]), json.loads(row["s_host_facts"])
+            found.append(PastRun(cell, RunRecord.from_row(row), versions, facts))
+        return found
 
     def get_cells(self, sweep_id: str) -> list[Cell]:
         """A sweep's cells in order; env holds variable names only, with masked values."""

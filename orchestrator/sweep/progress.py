@@ -10,7 +10,8 @@ import statistics
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from rich.console import Console, Group
@@ -81,6 +82,18 @@ class SweepProgress:
         if self._live is not None:
             self._live.__exit__(None, None, None)
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The live panel off while the user is asked something (a prompt under a redrawn panel is lost)."""
+        live = self._live
+        if live is not None:
+            live.stop()
+        try:
+            yield
+        finally:
+            if live is not None:
+                live.start()
+
     def on_plan(self, preflight: Preflight) -> None:
         """Preflight is done: the cells to run are known."""
         with self._lock:
@@ -103,6 +116,15 @@ class SweepProgress:
             for cell_id, attempts in statuses.items():
                 self.statuses.setdefault(cell_id, []).extend(attempts)
             self._recount()
+    def on_grow(self, cells: list[Cell], why: str) -> None:
+        """The plan grew by `cells` (adaptive localisation, or a fuller resume)."""
+        if not cells:
+            return
+        with self._lock:
+            self.total += len(cells)
+        shown = "; ".join(c.label for c in cells[:4]) + ("; ..." if len(cells) > 4 else "")
+        self.console.print(f"{why}: +{len(cells)} cells ({escape(shown)})", soft_wrap=True)
+        self._refresh()
 
     def on_event(self, cell: Cell, event: str, phase: Phase | None) -> None:
         """A launch moved on (launched, reached a phase, started a probe)."""

@@ -17,14 +17,15 @@ def axis_values(cells: Sequence[Cell]) -> dict[str, list[str]]:
     """Axis name -> its values as text, in first-seen order (the install counts as an axis when it varies)."""
     axes: dict[str, list[str]] = {}
     for cell in cells:
-        for name, value in _values(cell).items():
+        for name, value in cell_values(cell).items():
             seen = axes.setdefault(name, [])
             if value not in seen:
                 seen.append(value)
     return {name: values for name, values in axes.items() if len(values) > 1}
 
 
-def _values(cell: Cell) -> dict[str, str]:
+def cell_values(cell: Cell) -> dict[str, str]:
+    """The cell's axis values as text (and its install), as the covering array and localisation see them."""
     values = {name: str(cell.flags.get(name)) for name in cell.axes}
     if cell.install is not None:
         values["install"] = cell.install
@@ -36,8 +37,14 @@ def starting_cells(strategy: Strategy, valid: Sequence[Cell], already_run: Seque
     if strategy == "full":
         return list(valid)
     axes = axis_values(valid)
-    chosen = covering_cells(axes, [_values(c) for c in valid], [_values(c) for c in already_run])
+    chosen = covering_cells(axes, [cell_values(c) for c in valid], [cell_values(c) for c in already_run])
     return [valid[i] for i in chosen]
+
+
+def default_budget(matrix_cells: int, start: int, axes: int) -> int:
+    """Cells an adaptive sweep launches at most without `--budget`: a tenth of the matrix, and at least
+    the covering array plus a few cells per axis to localise with (small matrices)."""
+    return max(matrix_cells // 10, start + 2 * axes)
 
 
 def worst_case_s(deadlines: Deadlines) -> float:
@@ -56,6 +63,12 @@ def cost_line(
     chosen: Strategy = strategy or default_strategy(matrix_cells)
     why = " (the default for this size)" if strategy is None else ""
     start = starting_cells(chosen, valid)
-    cost = estimate(len(start), past_durations_s, worst_case_s(deadlines))
-    more = ", plus the cells localisation adds" if chosen == "adaptive" else ""
-    return f"{matrix_cells} cells; strategy {chosen}{why}: launches {cost.text()}{more}"
+    if chosen != "adaptive":
+        cost = estimate(len(start), past_durations_s, worst_case_s(deadlines))
+        return f"{matrix_cells} cells; strategy {chosen}{why}: launches {cost.text()}"
+    most = min(len(valid), default_budget(matrix_cells, len(start), len(axis_values(valid))))
+    cost = estimate(most, past_durations_s, worst_case_s(deadlines))
+    return (
+        f"{matrix_cells} cells; strategy adaptive{why}: launches at most {cost.text()}: "
+        f"a covering array of {len(start)} cells, then the cells localisation picks (--budget)"
+    )
