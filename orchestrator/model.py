@@ -7,12 +7,40 @@ results and verdicts are one vocabulary for the whole tool, the store and the JS
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Union
 
-FlagValue = Union[str, int, float, bool, None]  # noqa: UP007 (a runtime alias: Python 3.10 evaluates it)
-"""A flag's value as a matrix gives it: True = bare flag, False/None = omitted."""
+
+class FlagList(tuple[str, ...]):
+    """The values of a flag that takes several (`--cuda-graph-bs 1 2 4`): one argument each, in order.
+
+    A tuple, so it hashes and compares like any other flag value; never equal to a string, so
+    `[1, 2, 4]` (three arguments) and `"1 2 4"` (one argument, which SGLang rejects) stay two launches.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, values: Iterable[object] = ()) -> FlagList:
+        return super().__new__(cls, (str(v) for v in values))
+
+    def __str__(self) -> str:
+        return "[" + ", ".join(self) + "]"
+
+    def __repr__(self) -> str:
+        return f"FlagList({list(self)!r})"
+
+
+FlagValue = Union[str, int, float, bool, None, FlagList]  # noqa: UP007 (a runtime alias: Python 3.10 evaluates it)
+"""A flag's value as a matrix gives it: True = bare flag, False/None = omitted, a FlagList = several arguments."""
+
+
+def flag_value(value: object) -> FlagValue:
+    """A stored or parsed value as a FlagValue: JSON lists (from the store) become FlagLists."""
+    if isinstance(value, (list, tuple)) and not isinstance(value, FlagList):
+        return FlagList(value)
+    return value  # type: ignore[return-value]
 
 
 class Status(str, Enum):
@@ -223,6 +251,12 @@ class Cell:
     install: str | None = None
     """Name of the SGLang install (environment axis) this cell runs with, if the matrix has one."""
 
+    def __post_init__(self) -> None:
+        # Cells rebuilt from JSON (the store, reports) carry lists where a flag has several values.
+        for name, value in self.flags.items():
+            if isinstance(value, list):
+                self.flags[name] = FlagList(value)
+
     @property
     def label(self) -> str:
         """A human signature: `attention-backend=triton, kv-cache-dtype=fp8_e4m3`."""
@@ -235,7 +269,7 @@ class Cell:
     def tp_size(self) -> int:
         """GPUs this cell needs (SGLang's --tp-size, default 1)."""
         value = self.flags.get("tp-size", 1)
-        if isinstance(value, bool) or value is None:
+        if isinstance(value, (bool, FlagList)) or value is None:
             return 1
         try:
             return max(1, int(value))

@@ -16,7 +16,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.expand import expand
 from orchestrator.matrix.grammar import FlagGrammar
-from orchestrator.matrix.helptext import parse_help
+from orchestrator.matrix.helptext import parse_help, version_of_capture
 from orchestrator.sweep.plan import CellPlan, plan_cells
 from orchestrator.sweep.preflight import run_preflight
 from orchestrator.sweep.strategy import cost_line
@@ -81,4 +81,4 @@ def _grammar_from_file(path: Path) -> FlagGrammar:
             file=str(path),
             fix="save it with: python -m sglang.launch_server --help > FILE",
         )
-    return parse_help(text)
+    return parse_help(text, version_of_capture(text, str(path)))

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, S
 from pydantic_core import PydanticCustomError
 
 from orchestrator.config.model import DEFAULT_MAX_CELLS, EnvValue, OnInfra, SecretRef
-from orchestrator.model import FlagValue
+from orchestrator.model import FlagList, FlagValue
 from orchestrator.settings import ProbeSettings, parse_duration
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -40,6 +40,20 @@ def _scalar(value: object) -> FlagValue:
         "expected one value (a string, number, true/false or null), got {kind}",
         {"kind": kind_of(value), "fix": "write a single value, quoted if it contains ': ' or starts with '[' or '{'"},
     )
+
+
+def _flag_value(value: object) -> FlagValue:
+    """One flag value; a YAML list is the values of a flag that takes several (`cuda-graph-bs: [1, 2, 4]`)."""
+    if not isinstance(value, list):
+        return _scalar(value)
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise PydanticCustomError(
+                "flag_list",
+                "a list of values for one flag may hold only strings and numbers, got {kind} in it",
+                {"kind": kind_of(item), "fix": "write the values as a flat list, e.g. `cuda-graph-bs: [1, 2, 4]`"},
+            )
+    return FlagList(value)
 
 
 def _env_value(value: object) -> EnvValue:
@@ -68,6 +82,7 @@ def _duration(value: object) -> float:
 
 
 Scalar = Annotated[FlagValue, PlainValidator(_scalar)]
+Flag = Annotated[FlagValue, PlainValidator(_flag_value)]
 EnvField = Annotated[EnvValue, PlainValidator(_env_value)]
 Duration = Annotated[float, PlainValidator(_duration)]
 
@@ -80,10 +95,10 @@ class MatrixSection(BaseModel):
     """`matrix:`: every key but include/exclude is an axis (a flag name -> list of values)."""
 
     model_config = ConfigDict(extra="allow")
-    __pydantic_extra__: dict[str, list[Scalar]] = Field(init=False)
+    __pydantic_extra__: dict[str, list[Flag]] = Field(init=False)
 
-    include: list[dict[str, Scalar]] = Field(default_factory=list)
-    exclude: list[dict[str, Scalar]] = Field(default_factory=list)
+    include: list[dict[str, Flag]] = Field(default_factory=list)
+    exclude: list[dict[str, Flag]] = Field(default_factory=list)
 
 
 class MatrixFile(_Strict):
@@ -91,7 +106,7 @@ class MatrixFile(_Strict):
 
     name: str | None = None
     host: str | None = None
-    flags: dict[str, Scalar] = Field(default_factory=dict)
+    flags: dict[str, Flag] = Field(default_factory=dict)
     env: dict[str, EnvField] = Field(default_factory=dict)
     matrix: MatrixSection | None = None
     installs: list[str] = Field(default_factory=list)

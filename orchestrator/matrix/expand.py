@@ -27,17 +27,20 @@ from itertools import product
 
 from orchestrator.config.model import Matrix, masked_env
 from orchestrator.matrix.flags import canonical_name, canonical_value, canonicalize
-from orchestrator.model import Cell, FlagValue
+from orchestrator.model import Cell, FlagList, FlagValue
 
 Combination = dict[str, FlagValue]
 
 
-def normalized(value: FlagValue) -> bool | str | None:
-    """The form values are compared and hashed in: True (bare flag), None (omitted) or the argument's text."""
+def normalized(value: FlagValue) -> bool | str | FlagList | None:
+    """The form values are compared and hashed in: True (bare flag), None (omitted), the argument's text,
+    or the arguments' texts for a flag given several values (hashed as a JSON list)."""
     if value is True:
         return True
     if value is False or value is None:
         return None
+    if isinstance(value, FlagList):
+        return value
     return str(value)
 
 

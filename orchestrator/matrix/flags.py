@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from orchestrator.model import FlagValue
+from orchestrator.model import FlagList, FlagValue
 
 FLAG_RENAMES: dict[str, str] = {
     "nsa-decode-backend": "dsa-decode-backend",
@@ -52,6 +52,9 @@ def canonical_value(name: str, value: FlagValue) -> FlagValue:
     """The canonical spelling of a flag's value (`nsa` -> `dsa` for attention backends)."""
     if isinstance(value, str):
         return VALUE_ALIASES.get(canonical_name(name), {}).get(value, value)
+    if isinstance(value, FlagList):
+        aliases = VALUE_ALIASES.get(canonical_name(name), {})
+        return FlagList(aliases.get(v, v) for v in value)
     return value
 
 
