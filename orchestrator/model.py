@@ -36,6 +36,14 @@ FlagValue = Union[str, int, float, bool, None, FlagList]  # noqa: UP007 (a runti
 """A flag's value as a matrix gives it: True = bare flag, False/None = omitted, a FlagList = several arguments."""
 
 
+Bundle = dict[str, FlagValue]
+"""Flags that go together as one value of an axis (GitHub Actions' objects in a matrix axis):
+`quant: [{quantization: fp8, kv-cache-dtype: fp8_e4m3}, ...]`. A cell carries each of its flags."""
+
+AxisValue = Union[FlagValue, Bundle]  # noqa: UP007 (a runtime alias, as FlagValue)
+"""One value of a matrix axis, or of an include/exclude entry: a flag value or a bundle of flags."""
+
+
 def flag_value(value: object) -> FlagValue:
     """A stored or parsed value as a FlagValue: JSON lists (from the store) become FlagLists."""
     if isinstance(value, (list, tuple)) and not isinstance(value, FlagList):
