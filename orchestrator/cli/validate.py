@@ -62,6 +62,8 @@ def validate(
     table.add_column("check")
     for plan in plans:
         check = Text("ok", style="green") if plan.ok else Text.assemble(("invalid", "yellow"), f": {plan.reason}")
+        if plan.ok and plan.notes:
+            check.append(f" ({'; '.join(plan.notes)})")
         table.add_row(plan.cell.cell_id, Text(plan.cell.label), check)
     console.print(table)
     console.print(f"{len(plans) - len(invalid)} valid, {len(invalid)} invalid")

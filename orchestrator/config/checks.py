@@ -78,12 +78,16 @@ def known_keys(doc: LoadedYaml, path: YamlPath, section: object, known: tuple[st
     return [unknown_key(doc, (*path, key), known) for key in as_mapping(section) if key not in known]
 
 
-def _value_key(name: str, value: object) -> object:
+def _value_key(name: str, value: object, depth: int = 0) -> object:
     """A value as compared for repeats and exclude matches (raw YAML: lists and mappings as given)."""
-    if isinstance(value, dict):
-        return tuple(sorted((canonical_name(str(k)), _value_key(str(k), v)) for k, v in value.items()))
-    if isinstance(value, list):
+    # Anything deeper than a bundle of flat lists is pydantic's error, and never turned into text:
+    # YAML aliases can nest a small file into billions of values.
+    if isinstance(value, dict) and not depth:
+        return tuple(sorted((canonical_name(str(k)), _value_key(str(k), v, 1)) for k, v in value.items()))
+    if isinstance(value, list) and not any(isinstance(v, (list, dict)) for v in value):
         return tuple(str(v) for v in value)
+    if isinstance(value, (list, dict)):
+        raise TypeError("nested value")
     if value is None or isinstance(value, (str, int, float, bool)):
         return normalized(canonical_value(name, value))
     raise TypeError(f"not a flag value: {type(value).__name__}")
