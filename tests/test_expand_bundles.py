@@ -60,6 +60,26 @@ matrix:
     ]
 
 
+def test_github_docs_expanding_configurations_example(tmp_path: Path) -> None:
+    # docs.github.com, jobs.<job_id>.strategy.matrix.include, "Example: Expanding configurations": four jobs,
+    # and the one for windows-latest with node 16 also gets npm: 6.
+    docs = """\
+matrix:
+  os: [windows-latest, ubuntu-latest]
+  node: [14, 16]
+  include:
+    - os: windows-latest
+      node: 16
+      npm: 6
+"""
+    assert load(tmp_path, docs) == [
+        {"os": "windows-latest", "node": 14},
+        {"os": "windows-latest", "node": 16, "npm": 6},
+        {"os": "ubuntu-latest", "node": 14},
+        {"os": "ubuntu-latest", "node": 16},
+    ]
+
+
 def test_every_flag_of_the_bundle_is_in_the_cell(tmp_path: Path) -> None:
     path = tmp_path / "m.yaml"
     path.write_text(QUANT)
