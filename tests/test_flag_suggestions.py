@@ -12,7 +12,8 @@ import pytest
 
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help, version_of_capture
-from orchestrator.matrix.validate import suggestions, translate_cell
+from orchestrator.matrix.suggest import suggestions
+from orchestrator.matrix.validate import translate_cell
 from tests.paths import REPO, SGLANG_CAPTURES
 from tests.simhost import orchestrator, write_hosts
 

@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from orchestrator.matrix.flags import FLAG_RENAMES, canonical_name, related_flags, spellings, value_spellings
+from orchestrator.matrix.flags import canonical_name, spellings, value_spellings
 from orchestrator.matrix.grammar import FlagGrammar, FlagSpec
+from orchestrator.matrix.suggest import rename_note, unknown_flag_hint
 from orchestrator.matrix.valuetypes import value_type
 from orchestrator.model import FlagValue
 
@@ -262,7 +263,7 @@ def translate_cell(grammar: FlagGrammar, flags: CellFlags, *, check_required: bo
         spec, spelling = spelled
         if spelling != f"--{canonical}":
             result.renamed[canonical] = spelling
-            result.notes.append(_rename_note(grammar, canonical, spelling))
+            result.notes.append(rename_note(grammar, canonical, spelling))
         items = _flag_items(grammar, spec, spelling, canonical, value, result)
         if items is not None:
             result.argv.extend(items)
@@ -284,60 +285,11 @@ def _spell_flag(grammar: FlagGrammar, canonical: str) -> tuple[FlagSpec, str] | 
     return (spec, prefixed[0]) if spec is not None else None
 
 
-def _rename_note(grammar: FlagGrammar, canonical: str, spelling: str) -> str:
-    if spelling.lstrip("-") in spellings(canonical):
-        return f"--{canonical} is {spelling} in {grammar.release}"
-    return f"--{canonical} is read as {spelling}, the one {grammar.release} flag it begins (write it in full)"
-
-
 def _unknown_flag(grammar: FlagGrammar, canonical: str, value: object) -> str:
     argv = [f"--{canonical}", *([] if value is True else _strings(value))]
     error = check_argv(grammar, argv, check_required=False)
-    hint = ""
-    others = [f"--{s}" for s in spellings(canonical) if s != canonical]
-    if others:
-        hint += f", nor under its other name {', '.join(others)}"
-    successors = [f"--{n}" for n in related_flags(canonical) if grammar.lookup(n) is not None]
-    if successors:
-        hint += f"; {grammar.release} has {' and '.join(successors)} in its place: choose the one you mean"
-    else:
-        close = suggestions(grammar, canonical)
-        hint += f"; did you mean {' or '.join(close)}?" if close else ""
     said = f"; argparse says: {error.message}" if error is not None else ""
-    return f"--{canonical} does not exist in {grammar.release}{hint}{said}"
-
-
-def suggestions(grammar: FlagGrammar, name: str, limit: int = 3) -> list[str]:
-    """The host's flags a misspelt one most likely meant, best first (only the near-best, at most `limit`).
-
-    A prefix of several flags means one of those (argparse's "could match"). A typo of an old spelling
-    (`--nsa-decode-backnd` where the release says `--dsa-decode-backend`) gets the new name and the rename.
-    """
-    given = f"--{name.lstrip('-')}"
-    prefixed = [n for n in grammar.names() if n.startswith(given)]
-    if len(prefixed) > 1:
-        return prefixed[:limit]
-    # Candidate spelling -> (the host's flag, how to show it).
-    shown: dict[str, tuple[str, str]] = {}
-    for option in grammar.names():
-        if not option.startswith("--no-") or given.startswith("--no-"):
-            shown[option] = (option, option)
-    for old, new in FLAG_RENAMES.items():
-        spelled = next((f"--{s}" for s in spellings(new) if grammar.lookup(s) is not None), None)
-        if spelled is not None and f"--{old}" not in shown:
-            shown[f"--{old}"] = (spelled, f"{spelled} (--{old} is {spelled} in {grammar.release})")
-    scored = sorted(
-        ((difflib.SequenceMatcher(None, given, c).ratio(), c) for c in shown), key=lambda t: (-t[0], t[1])
-    )
-    if not scored or scored[0][0] < 0.6:
-        return []
-    best = scored[0][0]
-    found: dict[str, str] = {}
-    for ratio, candidate in scored:
-        flag, text = shown[candidate]
-        if ratio >= best - 0.03 and flag not in found and len(found) < limit:
-            found[flag] = text
-    return list(found.values())
+    return f"--{canonical} does not exist in {grammar.release}{unknown_flag_hint(grammar, canonical)}{said}"
 
 
 def _strings(value: object) -> list[str]:
