@@ -105,6 +105,9 @@ def test_exclude_matches_bundle_members_by_key(tmp_path: Path) -> None:
     expected = [("fp8", "flashinfer"), ("modelopt_fp4", "triton"), ("modelopt_fp4", "flashinfer")]
     for text in (by_flag, github_form):
         assert [(c["quantization"], c["attention-backend"]) for c in load(tmp_path, text)] == expected
+        path = tmp_path / "m.yaml"
+        lower, upper = size_bounds(load_matrix(path))
+        assert count_cells(load_matrix(path)) == 3 and lower <= 3 <= upper
     whole = QUANT + "  exclude:\n    - {quant: {quantization: fp8, kv-cache-dtype: fp8_e4m3}}\n"
     assert {c["quantization"] for c in load(tmp_path, whole)} == {"modelopt_fp4"}
 
@@ -121,6 +124,29 @@ def test_include_extends_by_bundle_members_and_never_overwrites_them(tmp_path: P
     assert [c.get("mem-fraction-static") for c in cells[:4]] == [None, None, 0.8, 0.8]
     assert [c.get("fp8-gemm-backend") for c in cells[:4]] == ["cutlass", "cutlass", None, None]
     assert cells[4] == {"model-path": "/models/GLM-5", "kv-cache-dtype": "fp8_e5m2", "attention-backend": "triton"}
+
+
+def test_an_axis_named_after_a_flag_of_its_bundles(tmp_path: Path) -> None:
+    text = """\
+matrix:
+  attention-backend:
+    - {attention-backend: fa3, page-size: 64}
+    - {attention-backend: triton}
+  kv-cache-dtype: [bf16, fp8_e4m3]
+  exclude:
+    - {attention-backend: triton, kv-cache-dtype: fp8_e4m3}
+"""
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    matrix = load_matrix(path)
+    assert [c.flags for c in expand(matrix)] == [
+        {"attention-backend": "fa3", "page-size": 64, "kv-cache-dtype": "bf16"},
+        {"attention-backend": "fa3", "page-size": 64, "kv-cache-dtype": "fp8_e4m3"},
+        {"attention-backend": "triton", "kv-cache-dtype": "bf16"},
+    ]
+    assert count_cells(matrix) == 3
+    lower, upper = size_bounds(matrix)
+    assert lower <= 3 <= upper
 
 
 def test_bundles_hold_multi_value_flags_and_count_as_values(tmp_path: Path) -> None:

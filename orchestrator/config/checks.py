@@ -176,7 +176,7 @@ def _exclude_entry(
         for flag, values in members.items():
             known.setdefault(flag, (f"the bundles of axis {axis!r}", values))
     for name, value in entry.items():
-        if str(name) in bundles:
+        if str(name) in bundles and (isinstance(value, dict) or canonical_name(str(name)) not in bundles[str(name)]):
             if not isinstance(value, dict):
                 message = f"exclude key {name!r} is an axis of bundles; name the flags to match"
                 fix = f"write `{name}: {{flag: value}}`, or the flag itself"

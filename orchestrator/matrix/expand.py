@@ -176,16 +176,21 @@ def size_bounds(matrix: Matrix) -> tuple[int, int]:
     size = math.prod(len(v) for v in plan.values) if plan.names else 0
     removed = 0
     axes = dict(zip(plan.names, plan.values, strict=True))
+    plain = {k for k, vs in axes.items() if not any(isinstance(v, dict) for v in vs)}
     for entry in plan.exclude:
-        if set(entry) <= axes.keys():
-            removed += math.prod(
-                sum(not isinstance(v, dict) and normalized(v) == normalized(entry[k]) for v in vs)
-                if k in entry
-                else len(vs)
-                for k, vs in axes.items()
-            )
+        if not set(entry) <= plain:
+            # It names a bundle's flags: how many it removes shows only by enumerating.
+            removed = size
+            break
+        removed += math.prod(
+            _count_equal(vs, entry[k]) if k in entry else len(vs) for k, vs in axes.items()
+        )
     factor = len(plan.installs)
     return max(0, size - removed) * factor, (size + len(plan.include)) * factor
+
+
+def _count_equal(values: tuple[AxisValue, ...], wanted: FlagValue) -> int:
+    return sum(1 for v in values if not isinstance(v, dict) and normalized(v) == normalized(wanted))
 
 
 def count_cells(matrix: Matrix, limit: int | None = None) -> int:
