@@ -214,3 +214,18 @@ def test_explain_names_the_bundle_flags() -> None:
     assert first.flags == {"quantization": ("fp8",)}
     text = render_explanation(result, "term")
     assert "quantization=fp8" in text and "quant=" not in text
+
+
+def test_explain_says_when_a_bundle_sets_its_flags_together() -> None:
+    nan = (Status.FAIL, Phase.SAMPLED_DECODE, Category.NAN_IN_PROBS, NAN_LINE)
+    cells = []
+    for quantization, kv in (("fp8", "fp8_e4m3"), ("modelopt_fp4", "bf16")):
+        for backend in ("triton", "flashinfer", "fa3"):
+            flags = {"quantization": quantization, "kv-cache-dtype": kv, "attention-backend": backend}
+            cells.append(cell(flags, nan if quantization == "fp8" else PASS, axes=tuple(flags)))
+    group = explain(view(cells)).groups[0]
+    assert group.findings[0].flags in ({"kv-cache-dtype": ("fp8_e4m3",)}, {"quantization": ("fp8",)})
+    together = [n for n in group.notes if "hold in exactly the same cells" in n]
+    assert len(together) == 1
+    assert "kv-cache-dtype=fp8_e4m3" in together[0] and "quantization=fp8" in together[0]
+    assert "one bundle" in together[0]
