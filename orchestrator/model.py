@@ -13,20 +13,27 @@ from enum import Enum
 from typing import Any, Union
 
 
-class FlagList(tuple[str, ...]):
+class FlagList(tuple[str | int | float, ...]):
     """The values of a flag that takes several (`--cuda-graph-bs 1 2 4`): one argument each, in order.
 
-    A tuple, so it hashes and compares like any other flag value; never equal to a string, so
-    `[1, 2, 4]` (three arguments) and `"1 2 4"` (one argument, which SGLang rejects) stay two launches.
+    Its items keep the types the matrix gave them (as scalar flag values do); a tuple, so it hashes
+    and compares like any other flag value. Never equal to a string: `[1, 2, 4]` (three arguments)
+    and `"1 2 4"` (one argument, which SGLang rejects) stay two launches.
     """
 
     __slots__ = ()
 
     def __new__(cls, values: Iterable[object] = ()) -> FlagList:
-        return super().__new__(cls, (str(v) for v in values))
+        return super().__new__(cls, (v if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+                                     for v in values))  # fmt: skip
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        """The command-line arguments, one per value."""
+        return tuple(str(v) for v in self)
 
     def __str__(self) -> str:
-        return "[" + ", ".join(self) + "]"
+        return "[" + ", ".join(self.arguments) + "]"
 
     def __repr__(self) -> str:
         return f"FlagList({list(self)!r})"

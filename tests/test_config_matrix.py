@@ -92,7 +92,7 @@ def test_values_are_scalars_or_flat_lists(tmp_path: Path) -> None:
 
 def test_a_list_is_the_values_of_a_multi_value_flag(tmp_path: Path) -> None:
     matrix = load_matrix(write(tmp_path, "flags:\n  cuda-graph-bs: [1, 2, 4]\nmatrix:\n  a: [x]\n"))
-    assert matrix.base_flags["cuda-graph-bs"] == FlagList(["1", "2", "4"])
+    assert matrix.base_flags["cuda-graph-bs"] == FlagList([1, 2, 4])
 
 
 def test_malformed_yaml(tmp_path: Path) -> None:

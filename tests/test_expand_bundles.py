@@ -163,7 +163,7 @@ matrix:
     matrix = load_matrix(path)
     cells = expand(matrix)
     assert count_cells(matrix) == 6 and size_bounds(matrix) == (6, 6)
-    assert cells[0].flags == {"cuda-graph-bs": FlagList(["1", "2", "4"]), "cuda-graph-max-bs": 4, "tp-size": 4}
+    assert cells[0].flags == {"cuda-graph-bs": FlagList([1, 2, 4]), "cuda-graph-max-bs": 4, "tp-size": 4}
     assert cells[2].flags == {"disable-cuda-graph": True, "tp-size": 4}
     assert cells[4].flags == {"tp-size": 4}
 

@@ -63,7 +63,7 @@ def test_an_axis_of_lists_gives_one_argument_per_value(help_file: Path, tmp_path
     flag = batch_flag(grammar)
     matrix = load_matrix(write(tmp_path, f"flags: {{model-path: /m}}\nmatrix:\n  {flag}: [[1, 2, 4], [1, 8, 16]]\n"))
     cells = expand(matrix)
-    assert [c.flags[flag] for c in cells] == [FlagList(["1", "2", "4"]), FlagList(["1", "8", "16"])]
+    assert [c.flags[flag] for c in cells] == [FlagList([1, 2, 4]), FlagList([1, 8, 16])]
     parser = build_parser(grammar)
     for cell, values in zip(cells, (["1", "2", "4"], ["1", "8", "16"]), strict=True):
         translation = translate_cell(grammar, cell.flags)
@@ -152,6 +152,7 @@ def test_lists_keep_their_identity_and_survive_the_store() -> None:
     cell = Cell(cell_id=cell_id(as_list), flags=dict(as_list), axes=("cuda-graph-bs",))
     back = cell_from_row({**cell_to_row("s", 0, cell), "env_names": json.dumps([])})
     assert back.flags == cell.flags and isinstance(back.flags["cuda-graph-bs"], FlagList)
+    assert back.flags["cuda-graph-bs"] == FlagList([1, 2, 4])  # the matrix's types, as for scalar values
     assert cell.label == "cuda-graph-bs=[1, 2, 4]"
 
 

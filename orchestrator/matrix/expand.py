@@ -40,7 +40,7 @@ def normalized(value: FlagValue) -> bool | str | FlagList | None:
     if value is False or value is None:
         return None
     if isinstance(value, FlagList):
-        return value
+        return FlagList(value.arguments)
     return str(value)
 
 

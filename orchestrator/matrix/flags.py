@@ -61,7 +61,7 @@ def canonical_value(name: str, value: FlagValue) -> FlagValue:
         return VALUE_ALIASES.get(canonical_name(name), {}).get(value, value)
     if isinstance(value, FlagList):
         aliases = VALUE_ALIASES.get(canonical_name(name), {})
-        return FlagList(aliases.get(v, v) for v in value)
+        return FlagList(aliases.get(v, v) if isinstance(v, str) else v for v in value)
     return value
 
 

@@ -47,7 +47,7 @@ def _shown(value: FlagValue) -> str:
     if value is None or value is False:
         return "(unset)"
     if isinstance(value, FlagList):
-        return " ".join(value)  # as the command line has it: one argument per value
+        return " ".join(value.arguments)  # as the command line has it: one argument per value
     return "(set)" if value is True else str(value)
 
 
