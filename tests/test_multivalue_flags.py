@@ -26,8 +26,11 @@ from orchestrator.matrix.helptext import parse_help, version_of_capture
 from orchestrator.matrix.validate import check_argv, translate_cell
 from orchestrator.model import Cell, FlagList
 from orchestrator.sim.argparser import build_parser
+from orchestrator.store import Store
 from orchestrator.store.records import cell_from_row, cell_to_row
+from tests.faults_support import write_hosts, write_scenario
 from tests.paths import SGLANG_CAPTURES
+from tests.simhost import orchestrator, processes_under
 
 HELP_FILES = sorted(SGLANG_CAPTURES.glob("*/help.txt"))
 
@@ -188,3 +191,31 @@ def test_the_version_comes_from_the_host_install(tmp_path: Path) -> None:
         command = f"PYTHONPATH={where} " + sglang_version_command(sys.executable)
         out = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=60).stdout
         assert parse_version(out) == expected
+
+
+def test_a_sweep_launches_one_argument_per_value(tmp_path: Path) -> None:
+    """On the simulated host, whose launcher is the release's argparse: the values arrive as a list of ints."""
+    scenario = write_scenario(tmp_path / "scenario.yaml", [])
+    hosts = write_hosts(tmp_path / "hosts.yaml", tmp_path / "work", scenario)
+    matrix = write(
+        tmp_path,
+        "flags: {model-path: /models/llama}\n"
+        "matrix:\n  cuda-graph-bs: [[1, 2, 4], [1, 8]]\n"
+        "  graphs: [{cuda-graph-max-bs: 8}, {disable-cuda-graph: true}]\n",
+    )
+    out = tmp_path / "out.json"
+    db = tmp_path / "o.db"
+    result = orchestrator(
+        "sweep", str(matrix), "--host", "faulthost", "--hosts", str(hosts), "--json-out", str(out), db=db, timeout=300
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    cells = json.loads(out.read_text())["cells"]
+    assert [c["status"] for c in cells] == ["pass"] * 4
+    assert [c["flags"]["cuda-graph-bs"] for c in cells] == [[1, 2, 4], [1, 2, 4], [1, 8], [1, 8]]
+    with Store(db) as store:
+        runs = store.runs(store.latest_sweep().sweep_id)  # type: ignore[union-attr]
+    assert " --cuda-graph-bs 1 2 4 " in f"{runs[0].command} "
+    assert runs[0].run_dir is not None
+    log = (Path(runs[0].run_dir) / "server.log").read_text()
+    assert "cuda_graph_bs=[1, 2, 4]" in log  # parsed by the release's parser as three ints
+    assert processes_under(tmp_path / "work") == []
