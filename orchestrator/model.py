@@ -7,12 +7,55 @@ results and verdicts are one vocabulary for the whole tool, the store and the JS
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Union
 
-FlagValue = Union[str, int, float, bool, None]  # noqa: UP007 (a runtime alias: Python 3.10 evaluates it)
-"""A flag's value as a matrix gives it: True = bare flag, False/None = omitted."""
+
+class FlagList(tuple[str | int | float, ...]):
+    """The values of a flag that takes several (`--cuda-graph-bs 1 2 4`): one argument each, in order.
+
+    Its items keep the types the matrix gave them (as scalar flag values do); a tuple, so it hashes
+    and compares like any other flag value. Never equal to a string: `[1, 2, 4]` (three arguments)
+    and `"1 2 4"` (one argument, which SGLang rejects) stay two launches.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, values: Iterable[object] = ()) -> FlagList:
+        return super().__new__(cls, (v if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+                                     for v in values))  # fmt: skip
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        """The command-line arguments, one per value."""
+        return tuple(str(v) for v in self)
+
+    def __str__(self) -> str:
+        return "[" + ", ".join(self.arguments) + "]"
+
+    def __repr__(self) -> str:
+        return f"FlagList({list(self)!r})"
+
+
+FlagValue = Union[str, int, float, bool, None, FlagList]  # noqa: UP007 (a runtime alias: Python 3.10 evaluates it)
+"""A flag's value as a matrix gives it: True = bare flag, False/None = omitted, a FlagList = several arguments."""
+
+
+Bundle = dict[str, FlagValue]
+"""Flags that go together as one value of an axis (GitHub Actions' objects in a matrix axis):
+`quant: [{quantization: fp8, kv-cache-dtype: fp8_e4m3}, ...]`. A cell carries each of its flags."""
+
+AxisValue = Union[FlagValue, Bundle]  # noqa: UP007 (a runtime alias, as FlagValue)
+"""One value of a matrix axis, or of an include/exclude entry: a flag value or a bundle of flags."""
+
+
+def flag_value(value: object) -> FlagValue:
+    """A stored or parsed value as a FlagValue: JSON lists (from the store) become FlagLists."""
+    if isinstance(value, (list, tuple)) and not isinstance(value, FlagList):
+        return FlagList(value)
+    return value  # type: ignore[return-value]
 
 
 class Status(str, Enum):
@@ -223,6 +266,12 @@ class Cell:
     install: str | None = None
     """Name of the SGLang install (environment axis) this cell runs with, if the matrix has one."""
 
+    def __post_init__(self) -> None:
+        # Cells rebuilt from JSON (the store, reports) carry lists where a flag has several values.
+        for name, value in self.flags.items():
+            if isinstance(value, list):
+                self.flags[name] = FlagList(value)
+
     @property
     def label(self) -> str:
         """A human signature: `attention-backend=triton, kv-cache-dtype=fp8_e4m3`."""
@@ -235,7 +284,7 @@ class Cell:
     def tp_size(self) -> int:
         """GPUs this cell needs (SGLang's --tp-size, default 1)."""
         value = self.flags.get("tp-size", 1)
-        if isinstance(value, bool) or value is None:
+        if isinstance(value, (bool, FlagList)) or value is None:
             return 1
         try:
             return max(1, int(value))

@@ -12,6 +12,7 @@ from orchestrator.config.load import load_matrix
 from orchestrator.config.model import HostConfig, SecretRef, effective_deadlines
 from orchestrator.errors import ConfigError, ConfigErrors
 from orchestrator.matrix.expand import expand
+from orchestrator.model import FlagList
 from tests.paths import REPO
 
 INCIDENT = REPO / "configs" / "glm5-nvfp4-sm120.yaml"
@@ -83,9 +84,15 @@ def test_axis_must_be_a_list(tmp_path: Path) -> None:
     assert error.fix == "write a list: `kv-cache-dtype: [fp8_e4m3]`"
 
 
-def test_values_must_be_scalars(tmp_path: Path) -> None:
-    errors = errors_of(write(tmp_path, "flags:\n  tp-size: [8]\nmatrix:\n  a: [1, {b: 2}]\n"))
-    assert [(e.line, "expected one value" in e.message) for e in errors] == [(2, True), (4, True)]
+def test_values_are_scalars_or_flat_lists(tmp_path: Path) -> None:
+    errors = errors_of(write(tmp_path, "flags:\n  tp-size: [[8]]\nmatrix:\n  a: [1, [2, [3]]]\n  b: [x, true]\n"))
+    assert [(e.line, "may hold only strings and numbers" in e.message) for e in errors] == [(2, True), (4, True)]
+    assert "flat list" in errors[0].fix
+
+
+def test_a_list_is_the_values_of_a_multi_value_flag(tmp_path: Path) -> None:
+    matrix = load_matrix(write(tmp_path, "flags:\n  cuda-graph-bs: [1, 2, 4]\nmatrix:\n  a: [x]\n"))
+    assert matrix.base_flags["cuda-graph-bs"] == FlagList([1, 2, 4])
 
 
 def test_malformed_yaml(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ MATRICES: dict[str, tuple[str, int, str]] = {
         "expected a valid dictionary",
     ),
     "axis not a list": ("name: x\nmatrix:\n  attention-backend: triton\n", 3, "write a list"),
-    "nested value": ("name: x\nmatrix:\n  tp-size: [1, [2, 4]]\n", 3, "expected one value"),
+    "nested value": ("name: x\nmatrix:\n  tp-size: [1, [2, [4]]]\n", 3, "may hold only strings and numbers"),
     "bad duration": ("name: x\ndeadlines:\n  ready: soon\nmatrix:\n  tp-size: [1]\n", 3, "not a duration"),
     "bad secret ref": ("name: x\nenv:\n  HF_TOKEN: {secret: 1bad}\nmatrix:\n  tp-size: [1]\n", 3, "{secret: NAME}"),
     "empty matrix": ("name: x\nflags: {model-path: /m}\nmatrix: {}\n", 3, "the matrix is empty"),
@@ -65,7 +65,7 @@ MATRICES: dict[str, tuple[str, int, str]] = {
         "name: x\nmatrix:\n  a: &a [x, y]\n"
         + "".join(f"  {k}: &{k} [{', '.join([f'*{p}'] * 9)}]\n" for p, k in zip("abcdefg", "bcdefgh", strict=True)),
         3,
-        "expected one value",
+        "may hold only strings and numbers",
     ),
 }
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from orchestrator.matrix.grammar import FlagGrammar, FlagSpec
 from orchestrator.matrix.validate import check_argv
+from orchestrator.matrix.valuetypes import value_type
 from tests.paths import REPO
 
 VERSIONS = ("0.5.9", "0.5.23")
@@ -30,7 +31,15 @@ def valid_items(spec: FlagSpec) -> st.SearchStrategy[list[str]]:
     name = st.sampled_from(spec.names)
     if not spec.takes_value:
         return name.map(lambda n: [n])
-    value = st.sampled_from(spec.choices) if spec.choices else st.from_regex(r"[a-z0-9_./]{1,8}", fullmatch=True)
+    kind = value_type(spec)
+    if spec.choices:
+        value = st.sampled_from(spec.choices)
+    elif kind is int:
+        value = st.integers(0, 4096).map(str)
+    elif kind is float:
+        value = st.floats(0, 1, allow_nan=False).map(str)
+    else:
+        value = st.from_regex(r"[a-z0-9_./]{1,8}", fullmatch=True)
     low, high = {None: (1, 1), "?": (0, 1), "*": (0, 3), "+": (1, 3)}.get(spec.nargs) or (int(spec.nargs or 1),) * 2
     return st.tuples(name, st.lists(value, min_size=low, max_size=high)).map(lambda t: [t[0], *t[1]])
 
@@ -100,7 +109,8 @@ def oracle(version: str) -> _Oracle:
             parser.add_argument(*spec.names, action="store_true", required=spec.required)
         else:
             nargs: str | int | None = spec.nargs if spec.nargs in (None, "?", "*", "+") else int(spec.nargs or 1)
-            parser.add_argument(*spec.names, nargs=nargs, choices=spec.choices, required=spec.required)
+            kind = value_type(spec)
+            parser.add_argument(*spec.names, nargs=nargs, choices=spec.choices, required=spec.required, type=kind)
     return parser
 
 

@@ -21,7 +21,16 @@ from typing import Any
 
 from orchestrator.analysis.inputs import CellOutcome, SweepView
 from orchestrator.analysis.localised import Localisation, localisation
-from orchestrator.analysis.predicates import Predicate, Row, Scored, flag_text, rank, score, shown_value
+from orchestrator.analysis.predicates import (
+    Predicate,
+    Row,
+    Scored,
+    flag_text,
+    rank,
+    same_cells_flags,
+    score,
+    shown_value,
+)
 from orchestrator.matrix.flags import canonical_name
 from orchestrator.model import Category, FlagValue, Phase, Status
 from orchestrator.sweep.localise import cause_text
@@ -189,6 +198,8 @@ def _report(
     ranked = rank(fails, passes, absence=absence, prefer=axes)
     ranked = [s for s in ranked if s.separation >= MIN_LISTED][:max_findings]
     notes = _notes(category, fails, passes, ranked)
+    if ranked:
+        notes += _set_together(ranked[0], fails, passes)
     if ranked and ranked[0].fail_with < len(fails):
         notes += _second_cause(ranked[0], fails, passes, absence, axes)
     flaky_here = [c for c in flaky if c.status is not Status.PASS and group_of(c) == category]
@@ -230,6 +241,17 @@ def _notes(category: str, fails: list[Row], passes: list[Row], ranked: list[Scor
     if n < THIN or p < THIN:
         notes.append(f"thin evidence: {n} failing and {p} passing cells; read the findings as leads")
     return notes
+
+
+def _set_together(best: Scored, fails: list[Row], passes: list[Row]) -> list[str]:
+    twins = same_cells_flags(best, fails, passes)
+    if not twins:
+        return []
+    others = " and ".join(p.text for p in twins)
+    return [
+        f"{best.predicate.text} and {others} hold in exactly the same cells: the matrix sets them together (one "
+        "bundle, or an include), so the cause may be any of them; vary them apart to tell"
+    ]
 
 
 def _second_cause(best: Scored, fails: list[Row], passes: list[Row], absence: bool, axes: list[str]) -> list[str]:

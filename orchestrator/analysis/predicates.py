@@ -162,6 +162,24 @@ def _distinct(ranked: list[Scored], rows: Sequence[Row]) -> list[Scored]:
     return kept
 
 
+def same_cells_flags(best: Scored, fails: Sequence[Row], passes: Sequence[Row]) -> list[Predicate]:
+    """Other flag values that hold in exactly the cells a single-flag finding holds in.
+
+    A bundle (`{quantization: fp8, kv-cache-dtype: fp8_e4m3}`) or an include sets its flags together,
+    so the matrix cannot tell them apart; `_distinct` keeps one, and these are the ones it hid.
+    """
+    if best.predicate.kind != "flag":
+        return []
+    rows = [*fails, *passes]
+    cells = tuple(best.predicate.holds(r) for r in rows)
+    own = {name for name, _ in best.predicate.flags}
+    names = sorted({n for r in rows for n in r.values if n not in own}, key=str)
+    names = [n for n in names if len({r.values.get(n) for r in rows}) > 1]
+    return [
+        p for p in _flag_candidates(names, fails, passes) if tuple(p.holds(r) for r in rows) == cells
+    ]
+
+
 def _flag_candidates(names: list[str], fails: Sequence[Row], passes: Sequence[Row]) -> list[Predicate]:
     """Per flag: the value set that separates best, and the values never seen passing.
 

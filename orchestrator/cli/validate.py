@@ -22,7 +22,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.expand import expand
 from orchestrator.matrix.grammar import FlagGrammar
-from orchestrator.matrix.helptext import parse_help
+from orchestrator.matrix.helptext import parse_help, version_of_capture
 from orchestrator.store import Store, default_db_path
 from orchestrator.sweep.plan import CellPlan, plan_cells
 from orchestrator.sweep.plan_steps import plan_cost
@@ -88,6 +88,8 @@ def validate(
             check = Text.assemble(("invalid", "yellow"), f": {plan.reason}")
         else:
             check = Text("ok", style="green") if source else Text("not checked", style="dim")
+            if plan.notes:
+                check.append(f" ({'; '.join(plan.notes)})")
         table.add_row(plan.cell.cell_id, Text(plan.cell.label), check)
     console.print(table)
     if source:
@@ -116,4 +118,4 @@ def _grammar_from_file(path: Path) -> FlagGrammar:
             file=str(path),
             fix="save it with: python -m sglang.launch_server --help > FILE",
         )
-    return parse_help(text)
+    return parse_help(text, version_of_capture(text, str(path)))

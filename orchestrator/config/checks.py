@@ -78,19 +78,65 @@ def known_keys(doc: LoadedYaml, path: YamlPath, section: object, known: tuple[st
     return [unknown_key(doc, (*path, key), known) for key in as_mapping(section) if key not in known]
 
 
+def _value_key(name: str, value: object, depth: int = 0) -> object:
+    """A value as compared for repeats and exclude matches (raw YAML: lists and mappings as given)."""
+    # Anything deeper than a bundle of flat lists is pydantic's error, and never turned into text:
+    # YAML aliases can nest a small file into billions of values.
+    if isinstance(value, dict) and not depth:
+        return tuple(sorted((canonical_name(str(k)), _value_key(str(k), v, 1)) for k, v in value.items()))
+    if isinstance(value, list) and not any(isinstance(v, (list, dict)) for v in value):
+        return tuple(str(v) for v in value)
+    if isinstance(value, (list, dict)):
+        raise TypeError("nested value")
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return normalized(canonical_value(name, value))
+    raise TypeError(f"not a flag value: {type(value).__name__}")
+
+
+def _bundle_values(axes: Mapping[Any, Any]) -> dict[str, dict[str, list[Any]]]:
+    """Bundle axis -> each flag its bundles set -> the values they give it."""
+    found: dict[str, dict[str, list[Any]]] = {}
+    for name, values in axes.items():
+        bundles = [v for v in _list(values) if isinstance(v, dict)]
+        if bundles:
+            members = found.setdefault(str(name), {})
+            for bundle in bundles:
+                for flag, value in bundle.items():
+                    members.setdefault(canonical_name(str(flag)), []).append(value)
+    return found
+
+
 def _axes(doc: LoadedYaml, axes: Mapping[Any, Any]) -> list[ConfigError]:
     errors = flag_names(doc, ("matrix",), axes)
+    set_by: dict[str, tuple[str, bool]] = {}
     for name, values in axes.items():
         path = ("matrix", name)
         if name in ("installs", "install"):
             errors.append(error_at(doc, path, "installs: is not a flag", "move `installs: [...]` to the top level"))
         elif isinstance(values, list) and not values:
             errors.append(error_at(doc, path, f"axis {name!r} has no values", "give at least one value, or remove it"))
+        items = _list(values)
+        bundles = [v for v in items if isinstance(v, dict) and set(v) != {"secret"}]
+        if bundles and len(bundles) != len(items):
+            message = f"axis {name!r} mixes bundles of flags (mappings) with plain values"
+            fix = "write every value of a bundle axis as a mapping of flags ({} for none)"
+            errors.append(error_at(doc, path, message, fix))
+        flags = sorted({canonical_name(str(k)) for b in bundles for k in b}) if bundles else [canonical_name(str(name))]
+        for flag in flags:
+            # Two plain spellings of one flag are flag_names' error; a bundle's flag set elsewhere is this one.
+            if flag in set_by and (bundles or set_by[flag][1]):
+                message = f"flag {flag!r} is set by axis {name!r} and by axis {set_by[flag][0]!r}"
+                errors.append(error_at(doc, path, message, "set each flag in one axis only"))
+            set_by.setdefault(flag, (str(name), bool(bundles)))
         seen: dict[object, object] = {}
-        for index, value in enumerate(_list(values)):
-            if isinstance(value, (list, dict)):
-                continue  # pydantic's error; and str() of an alias-nested list can be gigabytes
-            key = normalized(canonical_value(str(name), value))
+        for index, value in enumerate(items):
+            if isinstance(value, dict):
+                errors += flag_names(doc, (*path, index), value)
+            try:
+                key = _value_key(str(name), value)
+                hash(key)
+            except TypeError:
+                continue  # pydantic's error (a nested list or mapping)
             if key in seen:
                 message = f"axis {name!r} lists {value!r} twice (as {seen[key]!r} too)"
                 errors.append(error_at(doc, (*path, index), message, "remove the repeated value"))
@@ -105,6 +151,9 @@ def _entries(doc: LoadedYaml, kind: str, entries: object, axes: Mapping[Any, Any
         if not isinstance(entry, dict):
             continue
         errors += flag_names(doc, path, entry)
+        for name, value in entry.items():
+            if isinstance(value, dict) and set(value) != {"secret"}:
+                errors += flag_names(doc, (*path, name), value)
         if kind == "exclude":
             errors += _exclude_entry(doc, path, entry, axes)
     return errors
@@ -114,24 +163,59 @@ def _exclude_entry(
     doc: LoadedYaml, path: YamlPath, entry: Mapping[Any, Any], axes: Mapping[Any, Any]
 ) -> list[ConfigError]:
     # GitHub Actions refuses exclude keys that are not axes; a value no axis has is as surely a typo.
+    # A bundle's flags may be named by themselves, or under the bundle's axis as GitHub writes objects.
     if not entry:
         return [error_at(doc, path, "an empty exclude entry removes every combination", "delete it")]
     errors: list[ConfigError] = []
-    by_canonical = {canonical_name(str(k)): (str(k), _list(v)) for k, v in axes.items()}
+    bundles = _bundle_values(axes)
+    known: dict[str, tuple[str, list[Any]]] = {}
+    for axis, values in axes.items():
+        if str(axis) not in bundles:
+            known[canonical_name(str(axis))] = (f"axis {str(axis)!r}", _list(values))
+    for axis, members in bundles.items():
+        for flag, values in members.items():
+            known.setdefault(flag, (f"the bundles of axis {axis!r}", values))
     for name, value in entry.items():
-        if canonical_name(str(name)) not in by_canonical:
-            guess = did_you_mean(str(name), [str(k) for k in axes])
-            fix = f"did you mean {guess!r}?" if guess else "exclude may only name axes of the matrix"
-            errors.append(error_at(doc, (*path, name), f"exclude key {name!r} is not an axis of the matrix", fix))
+        if str(name) in bundles and (isinstance(value, dict) or canonical_name(str(name)) not in bundles[str(name)]):
+            if not isinstance(value, dict):
+                message = f"exclude key {name!r} is an axis of bundles; name the flags to match"
+                fix = f"write `{name}: {{flag: value}}`, or the flag itself"
+                errors.append(error_at(doc, (*path, name), message, fix))
+                continue
+            members = bundles[str(name)]
+            for flag, item in value.items():
+                scope = {canonical_name(str(f)): (f"the bundles of axis {name!r}", v) for f, v in members.items()}
+                errors += _exclude_value(doc, (*path, name, flag), str(flag), item, scope, list(members))
             continue
-        axis, values = by_canonical[canonical_name(str(name))]
-        shown = [normalized(canonical_value(axis, v)) for v in values]
-        if normalized(canonical_value(axis, value)) not in shown:
-            guess = did_you_mean(str(value), [str(v) for v in values])
-            fix = f"did you mean {guess!r}?" if guess else f"use one of {values}"
-            message = f"exclude value {value!r} is not a value of axis {axis!r}, so it excludes nothing"
-            errors.append(error_at(doc, (*path, name), message, fix))
+        errors += _exclude_value(doc, (*path, name), str(name), value, known, [str(k) for k in axes])
     return errors
+
+
+def _exclude_value(
+    doc: LoadedYaml,
+    where: YamlPath,
+    name: str,
+    value: object,
+    known: Mapping[str, tuple[str, list[Any]]],
+    names: list[str],
+) -> list[ConfigError]:
+    canonical = canonical_name(name)
+    if canonical not in known:
+        guess = did_you_mean(name, [*names, *known])
+        fix = f"did you mean {guess!r}?" if guess else "exclude may only name axes, or flags of the axes' bundles"
+        return [error_at(doc, where, f"exclude key {name!r} is not an axis of the matrix", fix)]
+    what, values = known[canonical]
+    try:
+        shown = {_value_key(canonical, v) for v in values}
+        present = _value_key(canonical, value) in shown
+    except TypeError:
+        return []  # a nested value: pydantic's error
+    if present:
+        return []
+    guess = did_you_mean(str(value), [str(v) for v in values])
+    fix = f"did you mean {guess!r}?" if guess else f"use one of {values}"
+    message = f"exclude value {value!r} is not a value of {what}, so it excludes nothing"
+    return [error_at(doc, where, message, fix)]
 
 
 def matrix_checks(doc: LoadedYaml) -> list[ConfigError]:

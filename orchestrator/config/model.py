@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from orchestrator.errors import ConfigError, ConfigErrors
-from orchestrator.model import FlagValue
+from orchestrator.model import AxisValue, FlagValue
 from orchestrator.settings import Deadlines, ProbeSettings
 
 DEFAULT_LAUNCHER = "python -m sglang.launch_server"
@@ -92,10 +92,10 @@ class Matrix:
     host: str | None = None
     base_flags: dict[str, FlagValue] = field(default_factory=dict)
     env: dict[str, EnvValue] = field(default_factory=dict)
-    axes: dict[str, list[FlagValue]] = field(default_factory=dict)
+    axes: dict[str, list[AxisValue]] = field(default_factory=dict)
     """Flag name (as written) -> its values, in file order; the first axis varies slowest."""
-    include: list[dict[str, FlagValue]] = field(default_factory=list)
-    exclude: list[dict[str, FlagValue]] = field(default_factory=list)
+    include: list[dict[str, AxisValue]] = field(default_factory=list)
+    exclude: list[dict[str, AxisValue]] = field(default_factory=list)
     installs: list[str] = field(default_factory=list)
     """Names of SGLang installs defined on the host; each multiplies the cells (environment axis)."""
     deadlines: Deadlines = field(default_factory=Deadlines)

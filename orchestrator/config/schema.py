@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, S
 from pydantic_core import PydanticCustomError
 
 from orchestrator.config.model import DEFAULT_MAX_CELLS, EnvValue, OnInfra, SecretRef
-from orchestrator.model import FlagValue
+from orchestrator.model import AxisValue, FlagList, FlagValue
 from orchestrator.settings import ProbeSettings, parse_duration
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -40,6 +40,41 @@ def _scalar(value: object) -> FlagValue:
         "expected one value (a string, number, true/false or null), got {kind}",
         {"kind": kind_of(value), "fix": "write a single value, quoted if it contains ': ' or starts with '[' or '{'"},
     )
+
+
+def _flag_value(value: object) -> FlagValue:
+    """One flag value; a YAML list is the values of a flag that takes several (`cuda-graph-bs: [1, 2, 4]`)."""
+    if not isinstance(value, list):
+        return _scalar(value)
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise PydanticCustomError(
+                "flag_list",
+                "a list of values for one flag may hold only strings and numbers, got {kind} in it",
+                {"kind": kind_of(item), "fix": "write the values as a flat list, e.g. `cuda-graph-bs: [1, 2, 4]`"},
+            )
+    return FlagList(value)
+
+
+def _axis_value(value: object) -> AxisValue:
+    """A value of an axis or of an include/exclude entry: a flag value, or a bundle (a mapping of flags).
+
+    `{secret: NAME}` is a flag value (a secret read at launch), never a bundle of one flag named `secret`.
+    """
+    if not isinstance(value, dict) or set(value) == {"secret"}:
+        return _flag_value(value)
+    bundle: dict[str, FlagValue] = {}
+    for name, item in value.items():
+        if not isinstance(name, str):
+            raise PydanticCustomError(
+                "bundle_key", "a bundle's keys are flag names, got {kind}", {"kind": kind_of(name), "fix": "quote it"}
+            )
+        try:
+            bundle[name] = _flag_value(item)
+        except PydanticCustomError as exc:
+            context = dict(exc.context or {})
+            raise PydanticCustomError(exc.type, f"{name}: {exc.message()}", context) from None
+    return bundle
 
 
 def _env_value(value: object) -> EnvValue:
@@ -68,6 +103,8 @@ def _duration(value: object) -> float:
 
 
 Scalar = Annotated[FlagValue, PlainValidator(_scalar)]
+Flag = Annotated[FlagValue, PlainValidator(_flag_value)]
+AxisField = Annotated[AxisValue, PlainValidator(_axis_value)]
 EnvField = Annotated[EnvValue, PlainValidator(_env_value)]
 Duration = Annotated[float, PlainValidator(_duration)]
 
@@ -80,10 +117,10 @@ class MatrixSection(BaseModel):
     """`matrix:`: every key but include/exclude is an axis (a flag name -> list of values)."""
 
     model_config = ConfigDict(extra="allow")
-    __pydantic_extra__: dict[str, list[Scalar]] = Field(init=False)
+    __pydantic_extra__: dict[str, list[AxisField]] = Field(init=False)
 
-    include: list[dict[str, Scalar]] = Field(default_factory=list)
-    exclude: list[dict[str, Scalar]] = Field(default_factory=list)
+    include: list[dict[str, AxisField]] = Field(default_factory=list)
+    exclude: list[dict[str, AxisField]] = Field(default_factory=list)
 
 
 class MatrixFile(_Strict):
@@ -91,7 +128,7 @@ class MatrixFile(_Strict):
 
     name: str | None = None
     host: str | None = None
-    flags: dict[str, Scalar] = Field(default_factory=dict)
+    flags: dict[str, Flag] = Field(default_factory=dict)
     env: dict[str, EnvField] = Field(default_factory=dict)
     matrix: MatrixSection | None = None
     installs: list[str] = Field(default_factory=list)

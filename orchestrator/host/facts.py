@@ -79,9 +79,25 @@ def gpu_holders(gpus: list[Gpu], processes: list[GpuProcess], our_pids: set[int]
     ]
 
 
-def sglang_version_command(python: str) -> str:
-    """The command that prints the SGLang version of an install (its interpreter given)."""
-    return f"{python} -c 'import sglang; print(sglang.__version__)'"
+_VERSION_SCRIPT = """import importlib.metadata as m
+try:
+    print(m.version("sglang"))
+except Exception:
+    import sglang
+    print(sglang.__version__)"""
+"""The installed distribution's version first (no import: importing SGLang takes seconds and needs CUDA
+libraries), then the package's own `__version__` for a checkout on sys.path without metadata."""
+
+
+def sglang_version_command(python: str, sglang_cli: str | None = None) -> str:
+    """The command that prints the SGLang version of an install (its interpreter and CLI given, shell-quoted).
+
+    Falls back to `sglang version` (`sglang version: 0.5.19`), which the install's own CLI prints.
+    """
+    command = f"{python} -c '{_VERSION_SCRIPT}' 2>/dev/null"
+    if sglang_cli:
+        command += f" || {sglang_cli} version 2>/dev/null"
+    return command
 
 
 _VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?(?:[.\w+-]*)?)")

@@ -197,7 +197,12 @@ class HostSession:
             version = self.sim_facts(install).get("sglang_version")
             return version if isinstance(version, str) else None
         python = python_for(self.config, install)
-        return facts.parse_version(self.sh(facts.sglang_version_command(quote(python)), timeout=120).text)
+        words = shlex.split(self.config.launcher_for(install))
+        cli = quote(words[0]) if words and posixpath.basename(words[0]) == "sglang" else None
+        command = facts.sglang_version_command(quote(python), cli)
+        found = facts.parse_version(self.sh(command, timeout=120).text)
+        # Never "sglang unknown" while pip can say: the interpreter may lack importlib metadata for a checkout.
+        return found or self.packages(install).get("sglang")
 
     def packages(self, install: str | None = None) -> dict[str, str]:
         """Versions of the packages that decide SGLang's behaviour."""
@@ -363,4 +368,7 @@ def python_for(config: HostConfig, install: str | None) -> str:
     words = shlex.split(config.launcher_for(install))
     if words and "python" in posixpath.basename(words[0]):
         return words[0]
+    if words and posixpath.basename(words[0]) == "sglang" and "/" in words[0]:
+        # A venv's console script (`/opt/sglang/bin/sglang serve`): that venv's interpreter sits beside it.
+        return posixpath.join(posixpath.dirname(words[0]), "python")
     return config.python

@@ -10,7 +10,7 @@ from __future__ import annotations
 from orchestrator.matrix.expand import cell_id
 from orchestrator.matrix.flags import canonical_name, canonicalize
 from orchestrator.matrix.grammar import FlagGrammar, FlagSpec
-from orchestrator.model import Cell, FlagValue
+from orchestrator.model import Cell, FlagList, FlagValue
 
 
 def _spec_for(grammar: FlagGrammar, option: str) -> tuple[str, FlagSpec | None]:
@@ -49,7 +49,7 @@ def flags_from_argv(argv: list[str], grammar: FlagGrammar) -> dict[str, FlagValu
             while spec is not None and spec.nargs in ("*", "+") and i < len(argv) and not argv[i].startswith("--"):
                 values.append(argv[i])
                 i += 1
-            flags[key] = " ".join(values) if len(values) > 1 else values[0]
+            flags[key] = FlagList(values) if len(values) > 1 else values[0]
         else:
             flags[key] = True
     return flags

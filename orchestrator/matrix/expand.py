@@ -27,17 +27,20 @@ from itertools import product
 
 from orchestrator.config.model import Matrix, masked_env
 from orchestrator.matrix.flags import canonical_name, canonical_value, canonicalize
-from orchestrator.model import Cell, FlagValue
+from orchestrator.model import AxisValue, Cell, FlagList, FlagValue
 
 Combination = dict[str, FlagValue]
 
 
-def normalized(value: FlagValue) -> bool | str | None:
-    """The form values are compared and hashed in: True (bare flag), None (omitted) or the argument's text."""
+def normalized(value: FlagValue) -> bool | str | FlagList | None:
+    """The form values are compared and hashed in: True (bare flag), None (omitted), the argument's text,
+    or the arguments' texts for a flag given several values (hashed as a JSON list)."""
     if value is True:
         return True
     if value is False or value is None:
         return None
+    if isinstance(value, FlagList):
+        return FlagList(value.arguments)
     return str(value)
 
 
@@ -60,7 +63,7 @@ def cell_id(flags: Mapping[str, FlagValue], install: str | None = None) -> str:
 @dataclass(frozen=True)
 class _Plan:
     names: tuple[str, ...]
-    values: tuple[tuple[FlagValue, ...], ...]
+    values: tuple[tuple[AxisValue, ...], ...]
     exclude: tuple[Combination, ...]
     include: tuple[Combination, ...]
     base: Combination
@@ -69,16 +72,44 @@ class _Plan:
     env: dict[str, str]
 
 
+def _canonical_axis_value(name: str, value: AxisValue) -> AxisValue:
+    return canonicalize(value) if isinstance(value, dict) else canonical_value(name, value)
+
+
+def flatten(entry: Mapping[str, AxisValue]) -> Combination:
+    """An axis combination or an include/exclude entry as the flags it sets: each bundle's flags in its place.
+
+    GitHub matches an object value by its keys; a bundle's keys are flags, so matching the flags
+    themselves is the same test, and `{quant: {quantization: fp8}}` and `{quantization: fp8}` agree.
+    """
+    flags: Combination = {}
+    for name, value in entry.items():
+        if isinstance(value, dict):
+            flags.update(canonicalize(value))
+        else:
+            flags[canonical_name(name)] = canonical_value(name, value)
+    return flags
+
+
 def _plan(matrix: Matrix) -> _Plan:
-    axes = {canonical_name(k): tuple(canonical_value(k, v) for v in vs) for k, vs in matrix.axes.items()}
-    include = tuple(canonicalize(entry) for entry in matrix.include)
-    shown = dict.fromkeys(axes)
+    axes = {
+        canonical_name(k): tuple(_canonical_axis_value(k, v) for v in vs) for k, vs in matrix.axes.items()
+    }
+    include = tuple(flatten(entry) for entry in matrix.include)
+    # The table shows flags, so a bundle axis shows as the flags its bundles set, in first-seen order.
+    shown: dict[str, None] = {}
+    for name, values in axes.items():
+        bundles = [v for v in values if isinstance(v, dict)]
+        if bundles:
+            shown.update(dict.fromkeys(k for bundle in bundles for k in bundle))
+        else:
+            shown[name] = None
     for entry in include:
         shown.update(dict.fromkeys(k for k in entry if k not in shown))
     return _Plan(
         names=tuple(axes),
         values=tuple(axes.values()),
-        exclude=tuple(canonicalize(entry) for entry in matrix.exclude),
+        exclude=tuple(flatten(entry) for entry in matrix.exclude),
         include=include,
         base=canonicalize(matrix.base_flags),
         axes=tuple(shown),
@@ -91,20 +122,23 @@ def _matches(combo: Combination, entry: Combination) -> bool:
     return all(k in combo and normalized(combo[k]) == normalized(v) for k, v in entry.items())
 
 
+def _fits(original: Combination, entry: Combination) -> bool:
+    """GitHub's test for adding an include entry: none of its pairs overwrites an original value."""
+    return all(normalized(original[k]) == normalized(v) for k, v in entry.items() if k in original)
+
+
 def _combinations(plan: _Plan) -> Iterator[Combination]:
     """GitHub Actions' combinations, streamed: product, minus exclude, then include."""
-    original = set(plan.names)
-    fits = [{k: v for k, v in entry.items() if k in original} for entry in plan.include]
-    adds = [{k: v for k, v in entry.items() if k not in original} for entry in plan.include]
     matched = [False] * len(plan.include)
     for values in product(*plan.values) if plan.names else ():
-        combo = dict(zip(plan.names, values, strict=True))
-        if any(_matches(combo, entry) for entry in plan.exclude):
+        original = flatten(dict(zip(plan.names, values, strict=True)))
+        if any(_matches(original, entry) for entry in plan.exclude):
             continue
-        for index, fit in enumerate(fits):
-            if _matches(combo, fit):
+        combo = dict(original)
+        for index, entry in enumerate(plan.include):
+            if _fits(original, entry):
                 matched[index] = True
-                combo.update(adds[index])
+                combo.update({k: v for k, v in entry.items() if k not in original})
         yield combo
     # Identical new combinations would be the same launch twice; GPU hours are too dear for that.
     seen: set[str] = set()
@@ -142,14 +176,21 @@ def size_bounds(matrix: Matrix) -> tuple[int, int]:
     size = math.prod(len(v) for v in plan.values) if plan.names else 0
     removed = 0
     axes = dict(zip(plan.names, plan.values, strict=True))
+    plain = {k for k, vs in axes.items() if not any(isinstance(v, dict) for v in vs)}
     for entry in plan.exclude:
-        if set(entry) <= axes.keys():
-            removed += math.prod(
-                sum(normalized(v) == normalized(entry[k]) for v in vs) if k in entry else len(vs)
-                for k, vs in axes.items()
-            )
+        if not set(entry) <= plain:
+            # It names a bundle's flags: how many it removes shows only by enumerating.
+            removed = size
+            break
+        removed += math.prod(
+            _count_equal(vs, entry[k]) if k in entry else len(vs) for k, vs in axes.items()
+        )
     factor = len(plan.installs)
     return max(0, size - removed) * factor, (size + len(plan.include)) * factor
+
+
+def _count_equal(values: tuple[AxisValue, ...], wanted: FlagValue) -> int:
+    return sum(1 for v in values if not isinstance(v, dict) and normalized(v) == normalized(wanted))
 
 
 def count_cells(matrix: Matrix, limit: int | None = None) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from orchestrator.model import FlagValue
+from orchestrator.model import FlagList, FlagValue
 
 FLAG_RENAMES: dict[str, str] = {
     "nsa-decode-backend": "dsa-decode-backend",
@@ -31,6 +31,13 @@ FLAG_RENAMES: dict[str, str] = {
     "enable-hicache": "enable-hierarchical-cache",
 }
 """Older or alias spelling -> canonical spelling (without leading dashes)."""
+
+FLAG_SUCCESSORS: dict[str, tuple[str, ...]] = {
+    "cuda-graph-bs": ("cuda-graph-bs-decode", "cuda-graph-bs-prefill"),
+    "cuda-graph-max-bs": ("cuda-graph-max-bs-decode", "cuda-graph-max-bs-prefill"),
+}
+"""Flags split in two by a later release (0.5.23, fixtures/sglang/DIFF.md): not a rename, since the
+one value may belong in either or both, so a cell is never translated, only told where the flag went."""
 
 _ATTENTION_VALUE_ALIASES: dict[str, str] = {"nsa": "dsa", "compressed": "dsv4", "tokenspeed_mla": "cutedsl_mla"}
 
@@ -53,6 +60,9 @@ def canonical_value(name: str, value: FlagValue) -> FlagValue:
     """The canonical spelling of a flag's value (`nsa` -> `dsa` for attention backends)."""
     if isinstance(value, str):
         return VALUE_ALIASES.get(canonical_name(name), {}).get(value, value)
+    if isinstance(value, FlagList):
+        aliases = VALUE_ALIASES.get(canonical_name(name), {})
+        return FlagList(aliases.get(v, v) if isinstance(v, str) else v for v in value)
     return value
 
 
@@ -64,6 +74,14 @@ def canonicalize(flags: Mapping[str, FlagValue]) -> dict[str, FlagValue]:
 def spellings(canonical: str) -> list[str]:
     """Every known spelling of a canonical flag, canonical first (for translating to a host's grammar)."""
     return [canonical, *sorted(old for old, new in FLAG_RENAMES.items() if new == canonical)]
+
+
+def related_flags(canonical: str) -> list[str]:
+    """Flags that took this one's place in another release, or whose place it took (`cuda-graph-bs` and
+    `cuda-graph-bs-decode`/`-prefill`)."""
+    later = list(FLAG_SUCCESSORS.get(canonical, ()))
+    earlier = [old for old, new in FLAG_SUCCESSORS.items() if canonical in new]
+    return later + earlier
 
 
 def value_spellings(canonical_flag: str, value: str) -> list[str]:

@@ -79,6 +79,11 @@ class FlagGrammar:
             for name in spec.names:
                 index[name] = spec
 
+    @property
+    def release(self) -> str:
+        """How messages name this release: `sglang 0.5.9`, or `this SGLang release` when its version is not known."""
+        return f"sglang {self.version}" if self.version and self.version != "unknown" else "this SGLang release"
+
     def lookup(self, name: str) -> FlagSpec | None:
         """The option spelled exactly `name` (with dashes), or None."""
         return self._by_name.get(name if name.startswith("--") else f"--{name}")

@@ -65,6 +65,22 @@ def _find_version(text: str) -> str | None:
     return match.group(1) if match else None
 
 
+_PATH_VERSION = re.compile(r"(?<![\d.])v?(\d+\.\d+\.\d+(?:(?:rc|\.dev|\.post)\d+)?)(?!\d|\.\d)")
+
+
+def version_of_capture(text: str, path: str) -> str | None:
+    """The release a saved `--help` belongs to: said in the text, else named by the file or its folder
+    (`captures/0.5.19/help.txt`, `help-0.5.19.txt`), nearest part first; None if neither says."""
+    found = _find_version(text)
+    if found:
+        return found
+    for part in reversed(path.replace("\\", "/").split("/")):
+        match = _PATH_VERSION.search(part)
+        if match:
+            return match.group(1)
+    return None
+
+
 @dataclass(frozen=True)
 class _UsageEntry:
     args: _Args

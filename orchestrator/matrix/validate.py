@@ -4,7 +4,8 @@
 classification of argument strings, the same order of errors, the same messages, so a cell
 that would die in argparse is marked invalid with the text the real host would print.
 `translate_cell` turns canonical cell flags into the spellings one release accepts.
-Value types (`invalid int value`) are not checked: `--help` does not show them.
+Value types (`invalid int value`) are checked for SGLang's numeric flags (matrix/valuetypes.py),
+which `--help` does not show.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Literal
 
 from orchestrator.matrix.flags import canonical_name, spellings, value_spellings
 from orchestrator.matrix.grammar import FlagGrammar, FlagSpec
+from orchestrator.matrix.suggest import rename_note, unknown_flag_hint
+from orchestrator.matrix.valuetypes import value_type
 from orchestrator.model import FlagValue
 
 ErrorKind = Literal["invalid_choice", "unrecognized", "ambiguous", "missing_value", "required", "other"]
@@ -55,6 +58,8 @@ class CellTranslation:
     renamed_values: dict[str, str] = field(default_factory=dict)
     """Canonical flag -> the host's spelling of its value, only where it differs from the cell's."""
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What the launch will say differently from the matrix: a renamed flag, a prefix read as a whole flag."""
 
 
 class _Rejected(Exception):
@@ -176,6 +181,15 @@ class _Parse:
         if "--" in values:  # 3.11 drops one `--` from an option's values unchecked, so `--x=--` passes
             values = values.copy()
             values.remove("--")
+        kind = value_type(spec)
+        for value in values:
+            if kind is None:
+                break
+            try:
+                kind(value)
+            except ValueError:
+                text = f"invalid {getattr(kind, '__name__', repr(kind))} value: {value!r}"
+                raise self.argument_error(spec, "other", text, value) from None
         for value in values:
             if spec.choices is not None and value not in spec.choices:
                 listed = ", ".join(repr(c) for c in spec.choices)
@@ -249,12 +263,13 @@ def translate_cell(grammar: FlagGrammar, flags: CellFlags, *, check_required: bo
         spec, spelling = spelled
         if spelling != f"--{canonical}":
             result.renamed[canonical] = spelling
+            result.notes.append(rename_note(grammar, canonical, spelling))
         items = _flag_items(grammar, spec, spelling, canonical, value, result)
         if items is not None:
             result.argv.extend(items)
     final = check_argv(grammar, result.argv, check_required=check_required)
     if final is not None and (final.kind == "required" or not result.problems):
-        result.problems.append(f"sglang {grammar.version} would reject the launch; argparse says: {final.message}")
+        result.problems.append(f"{grammar.release} would reject the launch; argparse says: {final.message}")
     result.ok = not result.problems
     return result
 
@@ -273,13 +288,8 @@ def _spell_flag(grammar: FlagGrammar, canonical: str) -> tuple[FlagSpec, str] | 
 def _unknown_flag(grammar: FlagGrammar, canonical: str, value: object) -> str:
     argv = [f"--{canonical}", *([] if value is True else _strings(value))]
     error = check_argv(grammar, argv, check_required=False)
-    others = [f"--{s}" for s in spellings(canonical) if s != canonical]
-    hint = f"; also tried {', '.join(others)}" if others else ""
-    close = difflib.get_close_matches(f"--{canonical}", grammar.names(), n=3, cutoff=0.6)
-    if close:
-        hint += f"; did you mean {', '.join(close)}?"
     said = f"; argparse says: {error.message}" if error is not None else ""
-    return f"--{canonical} does not exist in sglang {grammar.version}{hint}{said}"
+    return f"--{canonical} does not exist in {grammar.release}{unknown_flag_hint(grammar, canonical)}{said}"
 
 
 def _strings(value: object) -> list[str]:
@@ -292,14 +302,14 @@ def _flag_items(
     grammar: FlagGrammar, spec: FlagSpec, spelling: str, canonical: str, value: object, result: CellTranslation
 ) -> list[str] | None:
     """argv items for one flag, or None after recording why the release would reject it."""
-    version = grammar.version
+    release = grammar.release
     if value is True:
         if spec.takes_value and spec.nargs not in ("?", "*"):
-            _reject(grammar, result, [spelling], f"{spelling} needs a value in sglang {version}")
+            _reject(grammar, result, [spelling], f"{spelling} needs a value in {release}")
             return None
         return [spelling]
     if not spec.takes_value:
-        reason = f"{spelling} takes no value in sglang {version} (got {value!r}; use true to pass it, false to omit it)"
+        reason = f"{spelling} takes no value in {release} (got {value!r}; use true to pass it, false to omit it)"
         _reject(grammar, result, [spelling, *_strings(value)], reason)
         return None
     values = _strings(value)
@@ -309,13 +319,27 @@ def _flag_items(
         listed = ", ".join(spec.choices or ())
         close = difflib.get_close_matches(bad[0], spec.choices or (), n=3, cutoff=0.8)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        reason = f"{canonical} {bad[0]} is not a choice in sglang {version}; choices: {listed}{hint}"
+        reason = f"{canonical} {bad[0]} is not a choice in {release}; choices: {listed}{hint}"
         _reject(grammar, result, [spelling, *values], reason)
         return None
     spelled = [c for c in chosen if c is not None]
-    if isinstance(value, (list, tuple)) and check_argv(grammar, [spelling, *spelled], check_required=False):
-        reason = f"{spelling} does not take {len(values)} values in sglang {version}"
-        _reject(grammar, result, [spelling, *spelled], reason)
+    if isinstance(value, (list, tuple)) and spec.nargs not in ("*", "+"):
+        if len(values) > 1 and spec.nargs in (None, "?"):
+            reason = f"{spelling} takes one value in {release}, not a list of {len(values)}"
+        elif spec.nargs not in (None, "?") and len(values) != int(spec.nargs or 1):
+            reason = f"{spelling} takes {spec.nargs} values in {release}, not {len(values)}"
+        else:
+            reason = ""
+        if reason:
+            _reject(grammar, result, [spelling, *spelled], reason)
+            return None
+    if isinstance(value, str) and len(value.split()) > 1 and spec.nargs in ("*", "+"):
+        example = ", ".join(value.split())
+        reason = (
+            f"{spelling} takes several values, and a string goes to SGLang as one argument ({value!r}); "
+            f"write them as a YAML list: `{canonical}: [{example}]`"
+        )
+        _reject(grammar, result, [spelling, value], reason)
         return None
     if spelled != values:
         result.renamed_values[canonical] = " ".join(spelled)

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from orchestrator.errors import StoreError
-from orchestrator.model import UNSET, Cell, FlagValue, ProbeResult, Status
+from orchestrator.model import UNSET, Cell, FlagList, FlagValue, ProbeResult, Status
 from orchestrator.report.repro import render_repro_script
 from orchestrator.store.records import RunRecord, SweepRecord
 from orchestrator.store.results import CellResult
@@ -46,6 +46,8 @@ def _code(text: str) -> str:
 def _shown(value: FlagValue) -> str:
     if value is None or value is False:
         return UNSET
+    if isinstance(value, FlagList):
+        return " ".join(value.arguments)  # as the command line has it: one argument per value
     return "(set)" if value is True else str(value)
 
 

@@ -8,25 +8,17 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import ConfigError
 from orchestrator.matrix.flags import canonical_name, canonical_value
 from orchestrator.matrix.grammar import FlagGrammar, FlagSpec
+from orchestrator.matrix.valuetypes import value_type
 
 GRAMMARS_ENV = "ORCH_SIM_GRAMMARS"
 GRAMMARS_DIR = Path(__file__).resolve().parent / "grammars"
 
-# The grammar carries no value types; these are the numeric flags the simulator itself reads or that
-# sweeps commonly set, so that `--tp-size abc` fails as `invalid int value` like the real parser.
-_INT_FLAGS = frozenset({
-    "port", "tp-size", "dp-size", "pp-size", "ep-size", "base-gpu-id", "gpu-id-step", "nccl-port",
-    "max-running-requests", "max-total-tokens", "max-prefill-tokens", "chunked-prefill-size", "context-length",
-    "cuda-graph-max-bs", "cuda-graph-max-bs-decode", "page-size", "random-seed", "nnodes", "node-rank",
-})
-_FLOAT_FLAGS = frozenset({"mem-fraction-static", "watchdog-timeout"})
 
 
 def grammar_dir() -> Path:
@@ -108,17 +100,8 @@ def _add_argument_kwargs(spec: FlagSpec) -> dict[str, Any]:
         kwargs["nargs"] = spec.nargs
     if spec.choices is not None:
         kwargs["choices"] = list(spec.choices)
-    elif (kind := _value_type(spec)) is not None:
+    elif (kind := value_type(spec)) is not None:
         kwargs["type"] = kind
     if spec.metavar:
         kwargs["metavar"] = spec.metavar
     return kwargs
-
-
-def _value_type(spec: FlagSpec) -> Callable[[str], Any] | None:
-    names = {canonical_name(n) for n in spec.names}
-    if names & _INT_FLAGS:
-        return int
-    if names & _FLOAT_FLAGS:
-        return float
-    return None

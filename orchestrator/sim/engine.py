@@ -137,14 +137,17 @@ class Engine:
         _block()
 
     def _garbage(self, greedy: bool, external: bool) -> bool:
-        # A garbage rule at a serving phase spoils the answers that phase is about; at any other phase, all.
+        return self._spoiled(self.plan.garbage, greedy, external)
+
+    def _spoiled(self, phases: frozenset[Phase], greedy: bool, external: bool) -> bool:
+        # A garbage or drift rule at a serving phase spoils the answers that phase is about; at any other, all.
         when = {
             Phase.GREEDY_DECODE: external and greedy,
             Phase.SAMPLED_DECODE: external and not greedy,
             Phase.CONCURRENT_DECODE: external and self._in_flight >= 2,
             Phase.AFTER_DECODE: external and self._answered,
         }
-        return any(when.get(phase, True) for phase in self.plan.garbage)
+        return any(when.get(phase, True) for phase in phases)
 
     def _decode(
         self, request: GenRequest, external: bool, on_piece: Callable[[str], None] | None
@@ -156,6 +159,7 @@ class Engine:
             temperature=request.temperature,
             seed=request.seed,
             garbage=self._garbage(greedy, external),
+            drift=self._spoiled(self.plan.drift, greedy, external),
         )
         prompt_tokens = answers.count_tokens(request.prompt)
         self.log.info(

@@ -4,7 +4,7 @@ Sources: reference/sglang-facts.md section 4 and the real logs in ../shared/fixt
 text is the lines printed before the logged traceback (kernel asserts, NCCL warnings) plus the traceback,
 whose frames come from the phase it fails in and the kind's own innermost frames (tracebacks.py holds the
 frames). Kinds without text: `hang` (goes quiet), `process_killed` (SIGKILL, the log ends in `Killed`),
-`unknown` (exits without a word), `garbage` (answers wrongly). `invalid_argument` is an argparse error.
+`unknown` (exits without a word), `garbage` and `drift` (answer wrongly). `invalid_argument` is an argparse error.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from orchestrator.sim import tracebacks as tb
 from orchestrator.sim.releases import SITE, graph_solutions
 
-SILENT_KINDS = frozenset({"hang", "process_killed", "unknown", "garbage"})
+SILENT_KINDS = frozenset({"hang", "process_killed", "unknown", "garbage", "drift"})
 
 CUDA_BOILERPLATE = (
     "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "

@@ -2,7 +2,7 @@
 
 Every matching rule applies: its warnings are all printed, and of its failures the earliest startup phase
 happens. Failures in the serving phases stay armed together; the first request that meets one's condition
-sets it off. `garbage` is not a failure but a way of answering, `flaky` becomes its `then` kind (or
+sets it off. `garbage` and `drift` are not failures but ways of answering, `flaky` becomes its `then` kind (or
 nothing) by a draw seeded with the rule's seed and the host's launch counter.
 """
 
@@ -44,6 +44,8 @@ class LaunchPlan:
     serving: tuple[Failure, ...] = ()
     garbage: frozenset[Phase] = frozenset()
     resolved: dict[str, str] = field(default_factory=dict)
+    drift: frozenset[Phase] = frozenset()
+    """Phases whose answers drift: fluent and wrong (another number, another city), never a crash."""
     """Canonical flag -> value after `auto` resolution (given flags and every `auto:` entry)."""
 
     @property
@@ -103,6 +105,7 @@ def make_plan(
     warnings: list[str] = []
     failures = list(extra)
     garbage: set[Phase] = set()
+    drift: set[Phase] = set()
     for index, rule in enumerate(scenario.rules):
         if not rule_matches(rule, given, resolved):
             continue
@@ -110,13 +113,15 @@ def make_plan(
         failure = _failure(rule.fail, index, launch_number, resolved) if rule.fail else None
         if failure is not None and failure.kind == "garbage":
             garbage.add(failure.phase)
+        elif failure is not None and failure.kind == "drift":
+            drift.add(failure.phase)
         elif failure is not None:
             failures.append(failure)
     failures = [f for f in failures if f.phase not in set(skipped)]
     startup = [f for f in failures if f.phase in STARTUP and f.on_request is None]
     first = min(startup, key=lambda f: f.phase.order) if startup else None
     serving = tuple(f for f in failures if f not in startup)
-    return LaunchPlan(tuple(warnings), first, serving, frozenset(garbage), resolved)
+    return LaunchPlan(tuple(warnings), first, serving, frozenset(garbage), resolved, frozenset(drift))
 
 
 def _failure(spec: FailSpec, index: int, launch_number: int, resolved: Mapping[str, str]) -> Failure | None:

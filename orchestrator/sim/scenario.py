@@ -34,7 +34,7 @@ from orchestrator.sim.gpu_state import DEFAULT_COMPUTE_CAP, DEFAULT_MEMORY_MIB, 
 Scalar = str | int | float | bool | None
 DEFAULT_AUTO: dict[str, str] = {"attention-backend": "flashinfer", "sampling-backend": "flashinfer"}
 """What SGLang resolves these to on an SM120 host for an ordinary (MHA) model, unless the scenario says otherwise."""
-KINDS = frozenset(c.value for c in Category) | {"hang", "garbage", "flaky"}
+KINDS = frozenset(c.value for c in Category) | {"hang", "garbage", "drift", "flaky"}
 
 
 class _Strict(BaseModel):

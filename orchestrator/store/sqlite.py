@@ -370,6 +370,13 @@ class Store:
         }
         return self._advance(run_id, UNFINISHED_STATES, changes)
 
+    def revise_verdict(self, run_id: str, verdict: Verdict) -> RunRecord:
+        """Replace a finished run's verdict after a later look across the sweep (answers that disagree).
+
+        The previous verdict goes with the new one's evidence; outcome, evidence and timings stay as recorded.
+        """
+        return self._advance(run_id, ("done",), {"verdict": verdict})
+
     def discard_run(self, run_id: str, ended_at: float | None = None) -> RunRecord:
         """Mark an unfinished run abandoned: it stays in the history but never counts as an attempt."""
         changes = {"state": "abandoned", "ended_at": time.time() if ended_at is None else ended_at}

@@ -25,6 +25,8 @@ class CellPlan:
     argv: tuple[str, ...]
     problems: tuple[str, ...] = ()
     renamed: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    """How the host's spelling differs from the matrix's (a renamed flag, a prefix read as a flag)."""
 
     @property
     def ok(self) -> bool:
@@ -44,7 +46,9 @@ def plan_cell(cell: Cell, grammar: FlagGrammar, host_gpus: int) -> CellPlan:
     problems = list(translation.problems)
     if cell.tp_size > host_gpus:
         problems.append(f"tp-size {cell.tp_size} needs more GPUs than the host has ({host_gpus})")
-    return CellPlan(cell, tuple(translation.argv), tuple(problems), dict(translation.renamed))
+    return CellPlan(
+        cell, tuple(translation.argv), tuple(problems), dict(translation.renamed), tuple(translation.notes)
+    )
 
 
 def plan_cells(

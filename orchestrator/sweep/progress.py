@@ -108,6 +108,8 @@ class SweepProgress:
         for plan in preflight.invalid:
             line = f"* {escape(plan.cell.label)}: [yellow]invalid[/] ({escape(plan.reason)})"
             self.console.print(line, soft_wrap=True)
+        for note in dict.fromkeys(n for plan in preflight.valid for n in plan.notes):
+            self.console.print(f"* note: {escape(note)}", soft_wrap=True)
         self._refresh()
 
     def seed(self, statuses: dict[str, list[Status]]) -> None:

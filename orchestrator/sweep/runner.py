@@ -22,6 +22,7 @@ from orchestrator.matrix.expand import expand
 from orchestrator.model import Cell, Phase
 from orchestrator.store.records import RunRecord, SweepRecord, new_sweep_id
 from orchestrator.store.sqlite import Store
+from orchestrator.sweep.agreement import review_answers
 from orchestrator.sweep.cell_run import AttemptResult
 from orchestrator.sweep.costing import LaunchCost, launch_estimate
 from orchestrator.sweep.execute import RunSettings
@@ -302,4 +303,6 @@ def _run_jobs(
 def _finish(store: Store, session: HostSession, sweep_id: str, options: SweepOptions, stopped: bool) -> None:
     # A launch whose stop failed (host unreachable at the time) must not outlive the sweep.
     reap_orphans(store, session, sweep_id, options.settings.deadlines.stop_grace)
+    # Only across the whole sweep does an answer that reads well show as wrong: it disagrees with the rest.
+    review_answers(store, sweep_id, options.settings.probes)
     store.finish_sweep(sweep_id, "interrupted" if stopped else "done", time.time())
