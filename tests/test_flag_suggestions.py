@@ -94,7 +94,7 @@ def test_validate_on_a_host_suggests_and_notes(tmp_path: Path) -> None:
     hosts = write_hosts(tmp_path / "hosts.yaml", tmp_path / "work", scenario=REPO / "configs/sim/glm5-nvfp4-sm120.yaml")
     result = orchestrator("validate", str(matrix), "--host", "simhost", "--hosts", str(hosts), db=tmp_path / "o.db")
     out = " ".join(result.stdout.split())
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 1, result.stdout + result.stderr  # one cell is invalid: validate says so by its exit
     assert "did you mean --attention-backend?" in out
     assert "ok (--dsa-decode-backend is --nsa-decode-backend in sglang 0.5.9)" in out
     assert "1 valid, 1 invalid" in out
