@@ -11,8 +11,10 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Union
 
-FlagValue = Union[str, int, float, bool, None]  # noqa: UP007 (a runtime alias: Python 3.10 evaluates it)
-"""A flag's value as a matrix gives it: True = bare flag, False/None = omitted."""
+from orchestrator.secret import SecretRef
+
+FlagValue = Union[str, int, float, bool, None, SecretRef]  # noqa: UP007 (a runtime alias: Python 3.10 evaluates it)
+"""A flag's value as a matrix gives it: True = bare flag, False/None = omitted, SecretRef = `{secret: VAR}`."""
 
 
 class Status(str, Enum):
@@ -235,7 +237,7 @@ class Cell:
     def tp_size(self) -> int:
         """GPUs this cell needs (SGLang's --tp-size, default 1)."""
         value = self.flags.get("tp-size", 1)
-        if isinstance(value, bool) or value is None:
+        if isinstance(value, (bool, SecretRef)) or value is None:
             return 1
         try:
             return max(1, int(value))

@@ -40,6 +40,7 @@ from orchestrator.store.secrets import MASK
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import watch_attempt
 from orchestrator.sweep.execute import RunSettings
+from orchestrator.sweep.plan import flag_secrets
 from orchestrator.sweep.preflight import run_preflight
 
 REPRODUCED, COULD_NOT_RUN, FAILED_DIFFERENTLY = 1, 2, 3
@@ -95,7 +96,7 @@ def secret_values(names: Sequence[str], sources: Mapping[str, EnvValue], environ
     missing: list[str] = []
     for name in names:
         ref = sources.get(name)
-        if isinstance(ref, str) and ref != MASK:
+        if isinstance(ref, str) and not isinstance(ref, SecretRef) and ref != MASK:
             values[name] = ref  # a literal from hosts.yaml, which is read afresh (stored copies are masked)
             continue
         var = ref.name if isinstance(ref, SecretRef) else name
@@ -122,16 +123,10 @@ def _matrix_env(sweep: SweepRecord) -> dict[str, EnvValue]:
 def rerun(store: Store, original: RunRecord, cell: Cell, sweep: SweepRecord, host: HostConfig) -> RunRecord:
     """Launch the run's command again as the one run of a new sweep `repro-<run id>`; returns the new run."""
     launch = repro_launch(original)
-    if launch.masked_args:
-        flags = ", ".join(
-            launch.words[i].split("=")[0] if "=" in launch.words[i] else launch.words[i - 1] for i in launch.masked_args
-        )
-        raise ConfigError(
-            f"run {original.run_id} passed secrets on its command line ({flags}); a re-run would write them to cmd.sh",
-            fix="use `orchestrator repro --script`, which reads them from environment variables",
-        )
     sources = {**host.env_for(original.install), **_matrix_env(sweep)}
     secrets = secret_values(launch.secret_names, sources, os.environ)
+    # A secret flag value (`--api-key "${VAR}"`, or a masked one) is read again from its variable, here and now.
+    secrets |= flag_secrets(launch.argv("0"), os.environ)
     deadlines, probes = run_settings(sweep)
     session = HostSession.open(host)
     try:

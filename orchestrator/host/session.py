@@ -296,7 +296,7 @@ class HostSession:
         """A port free on the host and at least PORT_SPACING away from every port in `avoid`."""
         return self.free_ports(1, avoid)[0]
 
-    def probe_client(self, port: int) -> ProbeClient:
+    def probe_client(self, port: int, api_key: str | None = None) -> ProbeClient:
         """An HTTP client for a server on the host's loopback (through SSH when the host is remote)."""
         # Imported here: paramiko costs every command ~0.3 s at import, and local hosts never need it.
         from orchestrator.transport.ssh import SshTransport
@@ -308,7 +308,7 @@ class HostSession:
         else:
             # Plain HTTP to loopback: verify=False skips loading the CA bundle (~20 ms per launch).
             http = httpx.HTTPTransport(verify=False)
-        return ProbeClient(f"http://127.0.0.1:{port}", transport=http)
+        return ProbeClient(f"http://127.0.0.1:{port}", transport=http, api_key=api_key)
 
     def run_dir(self, run_id: str) -> str:
         """Where a run's files live on the host."""

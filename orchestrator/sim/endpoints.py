@@ -39,6 +39,8 @@ class Api:
     model_info: dict[str, Any]
     server_info: Callable[[], dict[str, Any]]
     max_model_len: int
+    api_key: str | None = None
+    """`--api-key`: every path but /health* and /metrics then demands `Authorization: Bearer <key>`."""
 
 
 class HttpServer(ThreadingHTTPServer):
@@ -69,8 +71,18 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     api: Api
 
+    def _authorized(self, path: str) -> bool:
+        """SGLang's api-key middleware: /health* and /metrics are open, the rest needs the bearer key (else 401)."""
+        key = self.api.api_key
+        if not key or path.startswith(("/health", "/metrics")) or self.headers.get("Authorization") == f"Bearer {key}":
+            return True
+        self._json({"error": "Unauthorized"}, HTTPStatus.UNAUTHORIZED)
+        return False
+
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
+        if not self._authorized(path):
+            return
         if path in ("/health", "/health_generate"):
             self._empty(HTTPStatus.OK if self.api.engine.healthy() else HTTPStatus.SERVICE_UNAVAILABLE)
         elif path in ("/model_info", "/get_model_info"):
@@ -92,6 +104,8 @@ class _Handler(BaseHTTPRequestHandler):
         route = routes.get(path)
         try:
             body = self._body()
+            if not self._authorized(path):
+                return
             if route is None:
                 self._json({"detail": "Not Found"}, HTTPStatus.NOT_FOUND)
             else:

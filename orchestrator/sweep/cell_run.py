@@ -21,10 +21,11 @@ from orchestrator.host.facts import GpuHolder
 from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Verdict
+from orchestrator.secret import MASK
 from orchestrator.store.records import RunRecord, new_run_id
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.execute import PhaseCallback, RunSettings, execute_run
-from orchestrator.sweep.plan import CellPlan, launch_argv
+from orchestrator.sweep.plan import CellPlan, flag_secrets, launch_argv
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,12 @@ def build_spec(
 ) -> tuple[LaunchSpec, dict[str, str]]:
     """The launch spec of an attempt and the secrets it needs (kept apart: never stored)."""
     plain, secrets = launch_env(session.config, matrix, plan.cell.install)
+    argv = launch_argv(session.launcher_words(plan.cell.install), plan, slot.port)
+    secrets |= flag_secrets(argv, os.environ)
     env = {**session.base_env, **plain, "CUDA_VISIBLE_DEVICES": ",".join(map(str, slot.gpus))}
     spec = LaunchSpec(
         run_id=run_id,
-        argv=launch_argv(session.launcher_words(plan.cell.install), plan, slot.port),
+        argv=argv,
         env=env,
         secret_names=tuple(sorted(secrets)),
         gpus=slot.gpus,
@@ -118,7 +121,7 @@ def run_attempt(
             port=slot.port,
             gpus=slot.gpus,
             command=spec.command_line,
-            env_masked=masked_env(spec.env, session.config.secrets) | dict.fromkeys(secrets, "***"),
+            env_masked=masked_env(spec.env, session.config.secrets) | dict.fromkeys(secrets, MASK),
             started_at=time.time(),
             install=plan.cell.install,
         )
