@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from orchestrator.classify.unlaunched import infra_verdict
@@ -106,36 +106,54 @@ def run_attempt(
     matrix: Matrix | None,
     on_event: Callable[[Cell, str, Phase | None], None] | None = None,
 ) -> AttemptResult:
-    """Launch one cell once, record everything, and always leave the host clean."""
-    run_id = new_run_id()
-    spec, secrets = build_spec(session, plan, slot, run_id, matrix)
+    """Launch one cell once (its first attempt or a retry), record everything, and always leave the host clean."""
+    spec, secrets = build_spec(session, plan, slot, new_run_id(), matrix)
+    return launch_attempt(store, session, sweep_id, plan.cell, spec, secrets, settings, on_event)
+
+
+def launch_attempt(
+    store: Store,
+    session: HostSession,
+    sweep_id: str,
+    cell: Cell,
+    spec: LaunchSpec,
+    secrets: Mapping[str, str],
+    settings: RunSettings,
+    on_event: Callable[[Cell, str, Phase | None], None] | None = None,
+) -> AttemptResult:
+    """The one attempt pipeline (a sweep's cells, retries, `run`, `repro`): record, launch, follow, record the verdict.
+
+    The run row is written before the launch, numbered by the store; a launch whose reply was lost is
+    found by its pid file and stopped; a launch that started is followed by `watch_attempt`.
+    """
+    slot = Slot(spec.gpus, spec.port)
     store.create_run(
         RunRecord(
-            run_id=run_id,
+            run_id=spec.run_id,
             sweep_id=sweep_id,
-            cell_id=plan.cell.cell_id,
+            cell_id=cell.cell_id,
             # Numbered by the store: abandoned runs keep their numbers, and never count as attempts.
-            attempt=store.next_attempt(sweep_id, plan.cell.cell_id),
+            attempt=store.next_attempt(sweep_id, cell.cell_id),
             host=session.config.name,
             run_dir=spec.run_dir,
-            port=slot.port,
-            gpus=slot.gpus,
+            port=spec.port,
+            gpus=spec.gpus,
             command=spec.command_line,
             env_masked=masked_env(spec.env, session.config.secrets) | dict.fromkeys(secrets, MASK),
             started_at=time.time(),
-            install=plan.cell.install,
+            install=spec.install,
         )
     )
     try:
         launch = session.launcher.start(spec, secrets)
     except (LaunchError, TransportError) as exc:
-        _stop_unreported(session, spec, settings)
+        _stop_unreported(session, spec, settings, secrets)
         failed = infra_verdict(exc, Phase.PREFLIGHT)
         verdict = dataclasses.replace(failed, reason=f"not launched: {failed.reason}")
-        store.finish_run(run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
-        return AttemptResult(plan.cell, run_id, verdict, slot, True)
-    store.mark_launched(run_id, run_dir=spec.run_dir, pgid=launch.pgid, port=slot.port, gpus=slot.gpus)
-    return watch_attempt(store, session, plan.cell, run_id, launch, settings, on_event)
+        store.finish_run(spec.run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
+        return AttemptResult(cell, spec.run_id, verdict, slot, True)
+    store.mark_launched(spec.run_id, run_dir=spec.run_dir, pgid=launch.pgid, port=spec.port, gpus=spec.gpus)
+    return watch_attempt(store, session, cell, spec.run_id, launch, settings, on_event)
 
 
 def watch_attempt(
@@ -168,10 +186,12 @@ def watch_attempt(
     return AttemptResult(cell, run_id, report.verdict, slot, report.gpus_released, tuple(report.leftover_holders))
 
 
-def _stop_unreported(session: HostSession, spec: LaunchSpec, settings: RunSettings) -> None:
+def _stop_unreported(
+    session: HostSession, spec: LaunchSpec, settings: RunSettings, secrets: Mapping[str, str]
+) -> None:
     # The launch may have started and lost only its reply: its pid file says so, and it must not run on.
     with contextlib.suppress(OrchestratorError):
-        launch = session.launcher.recover(spec)
+        launch = session.launcher.recover(spec, secrets)
         if launch is not None:
             session.launcher.stop(launch, settings.deadlines.stop_grace)
 
