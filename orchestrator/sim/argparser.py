@@ -12,20 +12,38 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import ConfigError
-from orchestrator.matrix.flags import canonical_name, canonical_value
-from orchestrator.matrix.grammar import FlagGrammar, FlagSpec
+from orchestrator.sim.errors import ConfigError
+from orchestrator.sim.flags import canonical_name, canonical_value
+from orchestrator.sim.grammar import FlagGrammar, FlagSpec
 
 GRAMMARS_ENV = "ORCH_SIM_GRAMMARS"
 GRAMMARS_DIR = Path(__file__).resolve().parent / "grammars"
 
 # The grammar carries no value types; these are the numeric flags the simulator itself reads or that
 # sweeps commonly set, so that `--tp-size abc` fails as `invalid int value` like the real parser.
-_INT_FLAGS = frozenset({
-    "port", "tp-size", "dp-size", "pp-size", "ep-size", "base-gpu-id", "gpu-id-step", "nccl-port",
-    "max-running-requests", "max-total-tokens", "max-prefill-tokens", "chunked-prefill-size", "context-length",
-    "cuda-graph-max-bs", "cuda-graph-max-bs-decode", "page-size", "random-seed", "nnodes", "node-rank",
-})
+_INT_FLAGS = frozenset(
+    {
+        "port",
+        "tp-size",
+        "dp-size",
+        "pp-size",
+        "ep-size",
+        "base-gpu-id",
+        "gpu-id-step",
+        "nccl-port",
+        "max-running-requests",
+        "max-total-tokens",
+        "max-prefill-tokens",
+        "chunked-prefill-size",
+        "context-length",
+        "cuda-graph-max-bs",
+        "cuda-graph-max-bs-decode",
+        "page-size",
+        "random-seed",
+        "nnodes",
+        "node-rank",
+    }
+)
 _FLOAT_FLAGS = frozenset({"mem-fraction-static", "watchdog-timeout"})
 
 

@@ -21,13 +21,13 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
-from orchestrator.model import Phase
 from orchestrator.sim import failures
 from orchestrator.sim.argparser import build_parser
 from orchestrator.sim.endpoints import Api, HttpServer, make_handler
 from orchestrator.sim.engine import Engine
 from orchestrator.sim.launch import Launch, model_info, rank_configs, server_info, startup_lines
 from orchestrator.sim.logfmt import STDERR, LogWriter, rank_tag
+from orchestrator.sim.phases import Phase
 from orchestrator.sim.plan import Failure
 from orchestrator.sim.ranks import RankSet
 
@@ -138,8 +138,12 @@ class SimServer:
 
     def _crash(self, failure: Failure) -> None:
         """Hand a serving-phase failure to rank 0, which reports it and SIGQUITs us."""
-        command = {"op": "fail", "kind": failure.kind, "phase": failure.phase.value,
-                   "ctx": self.launch.context(failure).to_dict()}
+        command = {
+            "op": "fail",
+            "kind": failure.kind,
+            "phase": failure.phase.value,
+            "ctx": self.launch.context(failure).to_dict(),
+        }
         if not self.ranks.send(0, command):
             self._die()
 
