@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Union
 
+from orchestrator.secret import SecretRef
+
 
 class FlagList(tuple[str | int | float, ...]):
     """The values of a flag that takes several (`--cuda-graph-bs 1 2 4`): one argument each, in order.
@@ -39,8 +41,9 @@ class FlagList(tuple[str | int | float, ...]):
         return f"FlagList({list(self)!r})"
 
 
-FlagValue = Union[str, int, float, bool, None, FlagList]  # noqa: UP007 (a runtime alias: Python 3.10 evaluates it)
-"""A flag's value as a matrix gives it: True = bare flag, False/None = omitted, a FlagList = several arguments."""
+FlagValue = Union[str, int, float, bool, None, FlagList, SecretRef]  # noqa: UP007 (a runtime alias: Python 3.10 evaluates it)
+"""A flag's value as a matrix gives it: True = bare flag, False/None = omitted, a FlagList = several arguments,
+SecretRef = `{secret: VAR}`."""
 
 
 Bundle = dict[str, FlagValue]
@@ -284,7 +287,7 @@ class Cell:
     def tp_size(self) -> int:
         """GPUs this cell needs (SGLang's --tp-size, default 1)."""
         value = self.flags.get("tp-size", 1)
-        if isinstance(value, (bool, FlagList)) or value is None:
+        if isinstance(value, (bool, FlagList, SecretRef)) or value is None:
             return 1
         try:
             return max(1, int(value))

@@ -3,12 +3,33 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
+from types import FrameType
 
 import pytest
 
 from orchestrator.transport import SshTarget
+from tests import procs
 from tests.sshd_host import SshdHost, login_user, missing_tools
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Reap what a SIGKILLed run left, mark this run's processes (tests/procs.py) and end them on SIGTERM too."""
+    procs.begin_run()
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        procs.end_run()
+        # Then as Ctrl-C: pytest tears the fixtures down and reports what ran.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Whatever way the run ends (passed, failed, Ctrl-C), nothing it started outlives it."""
+    procs.end_run()
 
 
 @pytest.fixture(scope="session")

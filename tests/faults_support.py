@@ -170,7 +170,8 @@ def sim_processes(workdir: Path, needle: str = "") -> dict[str, list[int]]:
         with contextlib.suppress(OSError):
             cwd = os.readlink(f"/proc/{entry}/cwd")
             argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            ours = cwd.startswith(runs) and b"orchestrator.sim" in argv and needle.encode() in b"\0".join(argv)
+            sim = b"orchestrator.sim" in argv or b"sglang.launch_server" in argv  # a simulated install runs it so
+            ours = cwd.startswith(runs) and sim and needle.encode() in b"\0".join(argv)
             if ours and alive(int(entry)):
                 found.setdefault(cwd[len(runs) :].split("/")[0], []).append(int(entry))
     return {run: sorted(pids) for run, pids in found.items()}

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.transport import SshTarget
+from tests import procs
 
 SSHD = "/usr/sbin/sshd"
 LOGIN_USER = "orchtest"
@@ -42,7 +43,7 @@ StrictModes no
 AllowTcpForwarding yes
 Subsystem sftp internal-sftp
 LogLevel INFO
-"""
+{setenv}"""
 
 
 def missing_tools() -> list[str]:
@@ -164,13 +165,17 @@ class SshdHost:
 
     def _launch(self, timeout: float) -> bool:
         config = self.dir / "sshd_config"
-        config.write_text(SSHD_CONFIG.format(port=self.port, dir=self.dir, user=self.user))
+        # Sessions carry the test run's mark, so servers launched over SSH are ended with the run (tests/procs.py).
+        mark = procs.current_mark()
+        setenv = f"SetEnv {procs.MARK_ENV}={mark}\n" if mark else ""
+        config.write_text(SSHD_CONFIG.format(port=self.port, dir=self.dir, user=self.user, setenv=setenv))
         start = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as log:
             self._proc = subprocess.Popen(
                 [SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 start_new_session=True,
             )  # fmt: skip
+        procs.register(self._proc.pid, "sshd")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             text = self.log.read_bytes()[start:]

@@ -32,6 +32,7 @@ from orchestrator.knowledge.fatal import is_fatal_line
 from orchestrator.knowledge.markers import phase_of_line
 from orchestrator.matrix.expand import expand
 from orchestrator.model import Category, FlagValue, Phase, ProbeOutcome, ProbeResult, Status
+from orchestrator.secret import Masker
 from orchestrator.store.secrets import scrub
 from orchestrator.sweep.execute import LiveLog
 from orchestrator.transport.local import LocalTransport
@@ -162,7 +163,9 @@ def test_any_log_and_any_probe_outcome_classify_store_and_print(lines: list[byte
     assert verdict.status in Status and verdict.category in Category
     if verdict.root_cause_line is not None:
         text = b"\n".join(lines).decode("utf-8", "replace")
-        assert verdict.root_cause_line.strip() in re.sub(r"\x1b\[[0-9;]*m", "", text).replace("\r", "\n")
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", text).replace("\r", "\n")
+        # A verbatim line of the log, as harvest keeps it: secret-named values masked.
+        assert verdict.root_cause_line.strip() in "\n".join(Masker().text(line) for line in plain.split("\n"))
     stored = json.dumps(scrub({"evidence": evidence.to_dict(), "verdict": verdict.to_dict()}), ensure_ascii=False)
     assert "hf_abc123" not in stored
     stored.encode("utf-8")

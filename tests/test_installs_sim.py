@@ -44,7 +44,10 @@ def test_each_install_of_a_simulated_host_reports_its_own_release(
     config = HostConfig(name="simx", transport="sim", workdir=str(tmp_path), python=sys.executable, installs=installs)
     session = HostSession(config, LocalTransport())
     try:
-        assert session.launcher_words("after")[-1] == str(REPO / "tests/data/sim-0.5.23-regressed.yaml")
+        # Each install is a python of its own on the host, as a real one is; its script names the scenario.
+        words = session.launcher_words("after")
+        assert words[1:] == ["-m", "sglang.launch_server"] and words[0].endswith("/sim-installs/after/bin/python")
+        assert str(REPO / "tests/data/sim-0.5.23-regressed.yaml") in Path(words[0]).read_text()
         assert (session.sglang_version("before"), session.sglang_version("after")) == ("0.5.9", "0.5.23")
         assert session.packages("after")["torch"] == "2.14.1"
         assert session.packages("before")["torch"] == "2.9.1"
@@ -90,4 +93,5 @@ def test_a_sweep_over_two_installs_compares_install_to_install(tmp_path: Path, m
         runs = store.runs(sweep_id)
     assert (versions["sglang[before]"], versions["sglang[after]"]) == ("0.5.9", "0.5.23")
     assert sorted(str(r.install) for r in runs) == ["after"] * 4 + ["before"] * 4
-    assert all(str(REPO / "tests/data") in r.command for r in runs)
+    # Each run went through its install's own python (which names that install's scenario).
+    assert all(f"/sim-installs/{r.install}/bin/python -m sglang.launch_server" in r.command for r in runs)

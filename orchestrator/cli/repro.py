@@ -23,23 +23,23 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.classify.unlaunched import infra_verdict
 from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
 from orchestrator.cli.root import app
 from orchestrator.config.load import matrix_from_yaml
-from orchestrator.config.model import EnvValue, HostConfig, SecretRef, masked_env
+from orchestrator.config.model import EnvValue, HostConfig, SecretRef
 from orchestrator.config.yamlpos import parse_yaml
-from orchestrator.errors import ConfigError, LaunchError, TransportError
+from orchestrator.errors import ConfigError
 from orchestrator.host.launcher import LaunchSpec
-from orchestrator.host.lock import HostLock
 from orchestrator.host.session import HostSession
-from orchestrator.model import Cell, Phase, Status, Verdict
+from orchestrator.model import Cell, Status, Verdict
 from orchestrator.report.repro import ReproLaunch, render_repro_script, repro_launch, run_settings
 from orchestrator.store.records import RunRecord, SweepRecord, new_run_id, new_sweep_id
 from orchestrator.store.secrets import MASK
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep.cell_run import watch_attempt
+from orchestrator.sweep.cell_run import launch_attempt
 from orchestrator.sweep.execute import RunSettings
+from orchestrator.sweep.hold import holding_host
+from orchestrator.sweep.plan import flag_secrets
 from orchestrator.sweep.preflight import run_preflight
 
 REPRODUCED, COULD_NOT_RUN, FAILED_DIFFERENTLY = 1, 2, 3
@@ -95,7 +95,7 @@ def secret_values(names: Sequence[str], sources: Mapping[str, EnvValue], environ
     missing: list[str] = []
     for name in names:
         ref = sources.get(name)
-        if isinstance(ref, str) and ref != MASK:
+        if isinstance(ref, str) and not isinstance(ref, SecretRef) and ref != MASK:
             values[name] = ref  # a literal from hosts.yaml, which is read afresh (stored copies are masked)
             continue
         var = ref.name if isinstance(ref, SecretRef) else name
@@ -122,45 +122,32 @@ def _matrix_env(sweep: SweepRecord) -> dict[str, EnvValue]:
 def rerun(store: Store, original: RunRecord, cell: Cell, sweep: SweepRecord, host: HostConfig) -> RunRecord:
     """Launch the run's command again as the one run of a new sweep `repro-<run id>`; returns the new run."""
     launch = repro_launch(original)
-    if launch.masked_args:
-        flags = ", ".join(
-            launch.words[i].split("=")[0] if "=" in launch.words[i] else launch.words[i - 1] for i in launch.masked_args
-        )
-        raise ConfigError(
-            f"run {original.run_id} passed secrets on its command line ({flags}); a re-run would write them to cmd.sh",
-            fix="use `orchestrator repro --script`, which reads them from environment variables",
-        )
     sources = {**host.env_for(original.install), **_matrix_env(sweep)}
     secrets = secret_values(launch.secret_names, sources, os.environ)
+    # A secret flag value (`--api-key "${VAR}"`, or a masked one) is read again from its variable, here and now.
+    secrets |= flag_secrets(launch.argv("0"), os.environ)
     deadlines, probes = run_settings(sweep)
-    session = HostSession.open(host)
-    try:
-        sweep_id = new_sweep_id()
-        lock = HostLock(session.transport, session.workdir, sweep_id)
-        lock.acquire()
-        try:
-            preflight = run_preflight(session, [cell])
-            store.create_sweep(
-                SweepRecord(
-                    sweep_id=sweep_id,
-                    name=f"repro-{original.run_id}",
-                    host=host.name,
-                    matrix_yaml=f"# orchestrator repro {original.run_id} (sweep {sweep.sweep_id})\n{sweep.matrix_yaml}",
-                    matrix_path=sweep.matrix_path,
-                    started_at=time.time(),
-                    host_facts=preflight.host_facts,
-                    versions=preflight.versions,
-                    settings={**sweep.settings, "host": host.to_dict(), "retries": 0, "repro_of": original.run_id},
-                )
+    sweep_id = new_sweep_id()
+    with holding_host(host, sweep_id) as session:
+        preflight = run_preflight(session, [cell])
+        store.create_sweep(
+            SweepRecord(
+                sweep_id=sweep_id,
+                name=f"repro-{original.run_id}",
+                host=host.name,
+                matrix_yaml=f"# orchestrator repro {original.run_id} (sweep {sweep.sweep_id})\n{sweep.matrix_yaml}",
+                matrix_path=sweep.matrix_path,
+                started_at=time.time(),
+                host_facts=preflight.host_facts,
+                versions=preflight.versions,
+                settings={**sweep.settings, "host": host.to_dict(), "retries": 0, "repro_of": original.run_id},
             )
-            store.save_cells(sweep_id, [cell])
-            spec = _spec(session, original, cell, launch, sorted(secrets))
-            _launch_and_watch(store, session, sweep_id, cell, spec, secrets, RunSettings(deadlines, probes))
-            store.finish_sweep(sweep_id, "done", time.time())
-        finally:
-            lock.release()
-    finally:
-        session.close()
+        )
+        store.save_cells(sweep_id, [cell])
+        spec = _spec(session, original, cell, launch, sorted(secrets))
+        # The sweep's own attempt pipeline: numbered by the store, a lost launch reply stopped, the same watch.
+        launch_attempt(store, session, sweep_id, cell, spec, secrets, RunSettings(deadlines, probes))
+        store.finish_sweep(sweep_id, "done", time.time())
     return store.get_run(spec.run_id)
 
 
@@ -178,42 +165,6 @@ def _spec(session: HostSession, original: RunRecord, cell: Cell, launch: ReproLa
         run_dir=session.run_dir(run_id),
         install=original.install,
     )
-
-
-def _launch_and_watch(
-    store: Store,
-    session: HostSession,
-    sweep_id: str,
-    cell: Cell,
-    spec: LaunchSpec,
-    secrets: dict[str, str],
-    settings: RunSettings,
-) -> None:
-    """Record the run before launching it, as a sweep does, then follow it to its verdict (sweep/cell_run.py)."""
-    store.create_run(
-        RunRecord(
-            run_id=spec.run_id,
-            sweep_id=sweep_id,
-            cell_id=cell.cell_id,
-            attempt=1,
-            host=session.config.name,
-            run_dir=spec.run_dir,
-            port=spec.port,
-            gpus=spec.gpus,
-            command=spec.command_line,
-            env_masked=masked_env(spec.env, session.config.secrets) | dict.fromkeys(secrets, MASK),
-            started_at=time.time(),
-            install=spec.install,
-        )
-    )
-    try:
-        launch = session.launcher.start(spec, secrets)
-    except (LaunchError, TransportError) as exc:
-        verdict = infra_verdict(exc, Phase.PREFLIGHT)
-        store.finish_run(spec.run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
-        return
-    store.mark_launched(spec.run_id, run_dir=spec.run_dir, pgid=launch.pgid, port=spec.port, gpus=spec.gpus)
-    watch_attempt(store, session, cell, spec.run_id, launch, settings)
 
 
 def exit_code(before: Verdict | None, after: Verdict | None) -> int:

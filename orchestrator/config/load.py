@@ -7,6 +7,7 @@ names the file, the line and the fix. The hosts file is loaded by config/hosts.p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from orchestrator.config.diagnostics import error_at, from_pydantic
 from orchestrator.config.hosts import builtin_sim_host, load_hosts
 from orchestrator.config.model import Matrix
 from orchestrator.config.schema import MatrixFile
+from orchestrator.config.secret_flags import protect_entry, protect_flags
 from orchestrator.config.yamlpos import LoadedYaml, YamlPath, load_yaml
 from orchestrator.errors import ConfigError, ConfigErrors
 from orchestrator.matrix.expand import count_cells, size_bounds
@@ -60,15 +62,20 @@ def matrix_from_yaml(doc: LoadedYaml) -> Matrix:
     if errors or model is None or model.matrix is None:
         raise ConfigErrors(sorted(errors, key=lambda e: e.line or 0))
     section = model.matrix
+
+    def where(*path: str | int) -> Callable[[str], str]:
+        return lambda name: f"{doc.file}:{doc.line_of((*path, name)) or '?'}"
+
+    axes = {name: list(values) for name, values in (section.model_extra or {}).items()}
     matrix = Matrix(
         name=model.name or Path(doc.file).stem,
         path=doc.file,
         text=doc.text,
         host=model.host,
-        base_flags=dict(model.flags),
+        base_flags=protect_flags(model.flags, where("flags")),
         env=dict(model.env),
-        axes={name: list(values) for name, values in (section.model_extra or {}).items()},
-        include=[dict(entry) for entry in section.include],
+        axes={name: [protect_entry({name: v}, where("matrix"))[name] for v in vs] for name, vs in axes.items()},
+        include=[protect_entry(e, where("matrix", "include", i)) for i, e in enumerate(section.include)],
         exclude=[dict(entry) for entry in section.exclude],
         installs=list(model.installs),
         deadlines=Deadlines().with_overrides(model.deadlines),

@@ -8,49 +8,35 @@ launch time), never as its value, because these objects are stored with every sw
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from orchestrator.errors import ConfigError, ConfigErrors
 from orchestrator.model import AxisValue, FlagValue
+from orchestrator.secret import SecretRef as SecretRef
+from orchestrator.secret import is_secret_name, masked_names
 from orchestrator.settings import Deadlines, ProbeSettings
 
 DEFAULT_LAUNCHER = "python -m sglang.launch_server"
 DEFAULT_MAX_CELLS = 5000
-MASK = "***"
-
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|KEY|CREDENTIAL", re.IGNORECASE)
 
 Transport = Literal["ssh", "local", "sim"]
 OnInfra = Literal["continue", "stop"]
 """What a sweep does after an infra verdict (SSH lost, disk full): go on with the other cells, or stop."""
 
 
-@dataclass(frozen=True)
-class SecretRef:
-    """An environment value to read, at launch time, from the orchestrator's variable `name`."""
-
-    name: str
-
-
 EnvValue = str | SecretRef
 """A literal value, or a reference to a secret held in the orchestrator's environment."""
 
 
-def looks_secret(name: str) -> bool:
-    """Whether an environment variable's name suggests a credential (HF_TOKEN, OPENAI_API_KEY...)."""
-    return bool(_SECRET_NAME.search(name))
+looks_secret = is_secret_name
+"""Whether an environment variable's name says it holds a secret (decided in orchestrator/secret.py)."""
 
 
 def masked_env(env: Mapping[str, EnvValue], secret_names: Iterable[str] = ()) -> dict[str, str]:
     """Names -> values safe to show or store: `***` for secrets and secret-looking names."""
-    marked = set(secret_names)
-    return {
-        name: MASK if isinstance(value, SecretRef) or name in marked or looks_secret(name) else value
-        for name, value in env.items()
-    }
+    return masked_names(env, secret_names)
 
 
 def resolve_env(
@@ -63,7 +49,7 @@ def resolve_env(
     missing: list[ConfigError] = []
     for name, value in env.items():
         if isinstance(value, SecretRef):
-            if value.name not in environ:
+            if value.resolve(environ) is None:
                 missing.append(
                     ConfigError(
                         f"environment variable {value.name} is not set; {name} reads its value from it",
@@ -71,8 +57,8 @@ def resolve_env(
                     )
                 )
                 continue
-            secrets[name] = environ[value.name]
-        elif name in marked or looks_secret(name):
+            secrets[name] = value.resolve(environ) or ""
+        elif name in marked or is_secret_name(name):
             secrets[name] = value
         else:
             plain[name] = value

@@ -14,8 +14,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, StrictInt, TypeAdapter
 from pydantic_core import PydanticCustomError
 
-from orchestrator.config.model import DEFAULT_MAX_CELLS, EnvValue, OnInfra, SecretRef
+from orchestrator.config.model import DEFAULT_MAX_CELLS, EnvValue, OnInfra
 from orchestrator.model import AxisValue, FlagList, FlagValue
+from orchestrator.secret import parse_ref
 from orchestrator.settings import ProbeSettings, parse_duration
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -33,11 +34,21 @@ def kind_of(value: object) -> str:
 
 
 def _scalar(value: object) -> FlagValue:
+    # `{secret: VAR}` is a secret's reference, never a value (nor a bundle of flags).
+    ref = parse_ref(value)
+    if ref is not None:
+        return ref
+    if isinstance(value, dict) and "secret" in value:
+        raise PydanticCustomError(
+            "secret_ref",
+            "a secret is written {secret: VAR}, VAR an environment variable's name; got {kind}",
+            {"kind": kind_of(value), "fix": "write e.g. api-key: {secret: ORCH_API_KEY} and export ORCH_API_KEY"},
+        )
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     raise PydanticCustomError(
         "scalar",
-        "expected one value (a string, number, true/false or null), got {kind}",
+        "expected one value (a string, number, true/false, null or {secret: VAR}), got {kind}",
         {"kind": kind_of(value), "fix": "write a single value, quoted if it contains ': ' or starts with '[' or '{'"},
     )
 
@@ -82,8 +93,9 @@ def _env_value(value: object) -> EnvValue:
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
-    if isinstance(value, dict) and set(value) == {"secret"} and ENV_NAME.match(str(value["secret"])):
-        return SecretRef(str(value["secret"]))
+    ref = parse_ref(value) if isinstance(value, dict) else None
+    if ref is not None:
+        return ref
     raise PydanticCustomError(
         "env_value",
         "expected a string or {secret: NAME}, got {kind}",
@@ -173,7 +185,7 @@ HOSTS_FILE: TypeAdapter[dict[str, HostEntry]] = TypeAdapter(dict[str, HostEntry]
 EXAMPLES: dict[str, str] = {
     "name": "name: glm5-nvfp4-sm120",
     "host": "host: blackwell",
-    "flags": "flags: {model-path: /models/GLM-5, tp-size: 8}",
+    "flags": "flags: {model-path: /models/GLM-5, tp-size: 8, api-key: {secret: ORCH_API_KEY}}",
     "env": 'env: {SGLANG_ENABLE_JIT_DEEPGEMM: "1", HF_TOKEN: {secret: ORCH_HF_TOKEN}}',
     "matrix": "matrix: {attention-backend: [triton, dsa]}",
     "installs": "installs: [before, after]",

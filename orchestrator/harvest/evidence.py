@@ -25,6 +25,7 @@ from orchestrator.knowledge.markers import MarkerSpec, marker_of_line
 from orchestrator.knowledge.patterns import Signature
 from orchestrator.knowledge.signatures import BY_ID, LEVEL_ROWS, SIGNATURES
 from orchestrator.model import Category, Phase
+from orchestrator.secret import Masker
 
 TRACEBACK_ROW = BY_ID["traceback"]
 
@@ -43,7 +44,10 @@ _BATCH = 1 << 20
 class EvidenceBuilder:
     """Accumulates evidence from a log fed in chunks or lines; `finish()` returns it."""
 
-    def __init__(self) -> None:
+    def __init__(self, masker: Masker | None = None) -> None:
+        # Every line that can reach the evidence passes the masker first: `api_key='...'` in
+        # server_args, a secret-named assignment, and each secret value of the launch at hand.
+        self._masker = masker or Masker()
         self._carry = b""
         self._newlines = 0
         self._bytes = 0
@@ -145,10 +149,10 @@ class EvidenceBuilder:
         data = (b"".join(self._tail) + self._carry)[-_TAIL_BYTES:]
         if len(data) < self._bytes:
             data = data[data.find(b"\n") + 1 :]  # the first line is cut: drop it
-        return data.decode("utf-8", "replace").splitlines()[-TAIL_LINES:]
+        return [self._masker.text(t) for t in data.decode("utf-8", "replace").splitlines()[-TAIL_LINES:]]
 
     def _line(self, text: str, line_no: int) -> None:
-        text = text[:MAX_LINE_CHARS]
+        text = self._masker.text(text[:MAX_LINE_CHARS])
         clean = strip_ansi(text)
         p = parse(clean)
         if p.ts:

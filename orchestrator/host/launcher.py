@@ -8,13 +8,18 @@ here and re-attaches or reaps instead of launching twice.
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from orchestrator.secret import SecretRef
 from orchestrator.transport.base import Transport
 from orchestrator.transport.shell import quote
+
+API_KEY_FLAGS = ("--api-key",)
+"""SGLang's flag whose value its HTTP API then demands as `Authorization: Bearer <key>` (all but /health*)."""
 
 
 @dataclass(frozen=True)
@@ -22,8 +27,9 @@ class LaunchSpec:
     """Everything needed to start one server, secrets excepted (they are read at launch time)."""
 
     run_id: str
-    argv: tuple[str, ...]
-    """Launcher words plus SGLang flags in the host's spelling, `--host`/`--port` included."""
+    argv: tuple[str | SecretRef, ...]
+    """Launcher words plus SGLang flags in the host's spelling, `--host`/`--port` included; a secret
+    flag value is a SecretRef, which the script expands from the environment (see `secret_names`)."""
     env: dict[str, str]
     """Plain (non-secret) environment; CUDA_VISIBLE_DEVICES included."""
     secret_names: tuple[str, ...]
@@ -49,8 +55,18 @@ class LaunchSpec:
 
     @property
     def command_line(self) -> str:
-        """The launch command as a human would type it (every value quoted)."""
-        return " ".join(quote(a) for a in self.argv)
+        """The launch command as a human would type it (every value quoted, secrets as `"${VAR}"`)."""
+        return " ".join(a.shell_ref() if isinstance(a, SecretRef) else quote(a) for a in self.argv)
+
+    @property
+    def secret_flags(self) -> tuple[SecretRef, ...]:
+        """The secrets on the command line (their variables are among `secret_names`)."""
+        return tuple(a for a in self.argv if isinstance(a, SecretRef))
+
+    def api_key_ref(self) -> SecretRef | None:
+        """The secret the server's API demands, when the launch passes `--api-key`."""
+        pairs = itertools.pairwise(self.argv)
+        return next((w for prev, w in pairs if prev in API_KEY_FLAGS and isinstance(w, SecretRef)), None)
 
 
 def render_cmd_sh(spec: LaunchSpec) -> str:
@@ -85,6 +101,10 @@ class Launch:
     spec: LaunchSpec
     pgid: int
     started_at: float = field(default_factory=time.monotonic)
+    api_key: str | None = field(default=None, repr=False)
+    """The key the server's API demands (its `--api-key` secret), for the probes."""
+    secret_values: tuple[str, ...] = field(default=(), repr=False)
+    """Every secret the launch was given: masked wherever its log repeats one."""
 
 
 class Launcher:
@@ -95,7 +115,8 @@ class Launcher:
 
     def prepare(self, spec: LaunchSpec) -> None:
         """Create the run directory with `cmd.sh` and `env.masked` (raises if it cannot be written)."""
-        self.transport.write_file(posixpath.join(spec.run_dir, "cmd.sh"), render_cmd_sh(spec), mode=0o755)
+        # 0700: the script names its secrets only, but a run directory is nobody else's business.
+        self.transport.write_file(posixpath.join(spec.run_dir, "cmd.sh"), render_cmd_sh(spec), mode=0o700)
         self.transport.write_file(posixpath.join(spec.run_dir, "env.masked"), render_env_masked(spec), mode=0o600)
 
     def start(self, spec: LaunchSpec, secrets: Mapping[str, str]) -> Launch:
@@ -108,14 +129,15 @@ class Launcher:
         pgid = self.transport.start_detached(
             command, spec.log_path, spec.pid_path, cwd=spec.run_dir, secrets=dict(secrets)
         )
-        return Launch(spec, pgid)
+        return Launch(spec, pgid, api_key=api_key_of(spec, secrets), secret_values=tuple(secrets.values()))
 
-    def recover(self, spec: LaunchSpec) -> Launch | None:
+    def recover(self, spec: LaunchSpec, secrets: Mapping[str, str] | None = None) -> Launch | None:
         """Re-attach to a launch whose run directory exists (after an orchestrator crash)."""
         raw = self.transport.read_range(spec.pid_path, 0).decode(errors="replace").strip()
         if not raw.isdigit():
             return None
-        return Launch(spec, int(raw))
+        known = secrets or {}
+        return Launch(spec, int(raw), api_key=api_key_of(spec, known), secret_values=tuple(known.values()))
 
     def alive(self, launch: Launch) -> bool:
         """Whether any non-zombie process of the launch is left."""
@@ -132,6 +154,12 @@ class Launcher:
     def stop(self, launch: Launch, grace_s: float) -> bool:
         """SIGTERM the whole process group, SIGKILL after `grace_s`; True if SIGKILL was needed."""
         return self.transport.kill_group(launch.pgid, grace_s)
+
+
+def api_key_of(spec: LaunchSpec, secrets: Mapping[str, str]) -> str | None:
+    """The value of the launch's `--api-key` secret among the secrets it was started with."""
+    ref = spec.api_key_ref()
+    return secrets.get(ref.name) if ref is not None else None
 
 
 def leads_group(stat: bytes, pgid: int) -> bool:

@@ -8,17 +8,13 @@ and probes all see the same machine.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import posixpath
-import shlex
-import sys
 import threading
 import time
 from collections.abc import Callable, Collection
 from concurrent.futures import Future
 from functools import cached_property
-from pathlib import Path
 from typing import Literal, TypeVar
 
 import httpx
@@ -26,6 +22,9 @@ import httpx
 from orchestrator.config.model import HostConfig, resolve_env
 from orchestrator.errors import HostBusy, LaunchError
 from orchestrator.host import facts
+from orchestrator.host.installs import SIM_BIN as SIM_BIN
+from orchestrator.host.installs import absolute_scenario as absolute_scenario
+from orchestrator.host.installs import host_installs
 from orchestrator.host.launcher import Launcher
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help
@@ -35,7 +34,6 @@ from orchestrator.transport.base import CommandResult, Transport
 from orchestrator.transport.shell import quote
 from orchestrator.transport.ssh_target import SshTarget
 
-SIM_BIN = Path(__file__).resolve().parents[1] / "sim" / "bin"
 PORT_SPACING = 1100
 """SGLang derives NCCL and other internal ports from --port (+100..1000); closer servers cross-talk."""
 
@@ -109,7 +107,8 @@ class HostSession:
         self.config = config
         self.transport = transport
         self.launcher = Launcher(transport)
-        self._sim_facts: dict[str | None, dict[str, str | dict[str, str]]] = {}
+        self.installs = host_installs(config, transport)
+        """The launcher seam: real installs, or the simulated host's (host/installs.py)."""
         self._help: dict[str | None, Future[CommandResult]] = {}
         self.free_seen: dict[int, float] = {}
         """GPU index -> when (time.monotonic) nvidia-smi last showed no process on it through this session."""
@@ -122,11 +121,6 @@ class HostSession:
     def close(self) -> None:
         """Close the connection (launches keep running: they are detached)."""
         self.transport.close()
-
-    @property
-    def is_sim(self) -> bool:
-        """Whether this host is the built-in simulated one."""
-        return self.config.transport == "sim" or self.config.scenario is not None
 
     @cached_property
     def workdir(self) -> str:
@@ -143,12 +137,9 @@ class HostSession:
     def base_env(self) -> dict[str, str]:
         """The plain environment every host command and launch gets."""
         env, _ = resolve_env(self.config.env, os.environ, self.config.secrets)
-        if self.is_sim:
-            state = posixpath.join(self.workdir, "gpu-state")
-            env.setdefault("ORCH_SIM_GPU_STATE", state)
-            env.setdefault("ORCH_SIM_GPUS", str(self.config.gpus))
-            env["PATH"] = f"{SIM_BIN}:{env.get('PATH', '/usr/local/bin:/usr/bin:/bin')}"
-        return env
+        seam = self.installs.env(self.workdir)
+        # The host's own settings win, but the seam's PATH (the fake nvidia-smi first) is the one that holds.
+        return {**seam, **env, **({"PATH": seam["PATH"]} if "PATH" in seam else {})}
 
     def sh(self, command: str, timeout: float = 60.0) -> CommandResult:
         """Run a command on the host with the host's environment."""
@@ -157,13 +148,7 @@ class HostSession:
 
     def launcher_words(self, install: str | None = None) -> list[str]:
         """The command that starts SGLang for an install (before its flags)."""
-        if install is not None or not self.is_sim:
-            words = shlex.split(self.config.launcher_for(install))
-            return absolute_scenario(words) if self.is_sim else words
-        words = [sys.executable, "-m", "orchestrator.sim"]
-        if self.config.scenario:
-            words += ["--scenario", str(Path(self.config.scenario).resolve())]
-        return words
+        return self.installs.launcher(install, self.workdir)
 
     def prefetch_help(self, install: str | None = None) -> None:
         """Start reading an install's `--help` in the background, to overlap the other slow facts of preflight."""
@@ -193,33 +178,17 @@ class HostSession:
         """The SGLang version of an install (and the start of reading its `--help`, which preflight needs next)."""
         # Each of these starts SGLang's Python (seconds on a real host, with its imports): overlap them.
         self.prefetch_help(install)
-        if self.is_sim:
-            version = self.sim_facts(install).get("sglang_version")
-            return version if isinstance(version, str) else None
-        python = python_for(self.config, install)
-        words = shlex.split(self.config.launcher_for(install))
+        words = self.launcher_words(install)
+        python = python_for(self.config, words)
         cli = quote(words[0]) if words and posixpath.basename(words[0]) == "sglang" else None
-        command = facts.sglang_version_command(quote(python), cli)
-        found = facts.parse_version(self.sh(command, timeout=120).text)
+        found = facts.parse_version(self.sh(facts.sglang_version_command(quote(python), cli), timeout=120).text)
         # Never "sglang unknown" while pip can say: the interpreter may lack importlib metadata for a checkout.
         return found or self.packages(install).get("sglang")
 
     def packages(self, install: str | None = None) -> dict[str, str]:
         """Versions of the packages that decide SGLang's behaviour."""
-        if self.is_sim:
-            packages = self.sim_facts(install).get("packages", {})
-            return dict(packages) if isinstance(packages, dict) else {}
-        python = python_for(self.config, install)
+        python = python_for(self.config, self.launcher_words(install))
         return facts.parse_packages(self.sh(f"{quote(python)} {facts.PIP_LIST}", timeout=120).text)
-
-    def sim_facts(self, install: str | None = None) -> dict[str, str | dict[str, str]]:
-        """What the simulated host reports as installed (its scenario's version and packages; cached)."""
-        # Asked for the version and the packages separately, and again for the grammar: one start is enough.
-        if install not in self._sim_facts:
-            words = [*self.launcher_words(install), "--host-facts"]
-            out = self.sh(" ".join(quote(w) for w in words), timeout=60).text
-            self._sim_facts[install] = json.loads(out or "{}")
-        return self._sim_facts[install]
 
     def host_facts(self) -> dict[str, str]:
         """GPU model, driver and compute capability, as nvidia-smi says."""
@@ -301,7 +270,7 @@ class HostSession:
         """A port free on the host and at least PORT_SPACING away from every port in `avoid`."""
         return self.free_ports(1, avoid)[0]
 
-    def probe_client(self, port: int) -> ProbeClient:
+    def probe_client(self, port: int, api_key: str | None = None) -> ProbeClient:
         """An HTTP client for a server on the host's loopback (through SSH when the host is remote)."""
         # Imported here: paramiko costs every command ~0.3 s at import, and local hosts never need it.
         from orchestrator.transport.ssh import SshTransport
@@ -313,7 +282,7 @@ class HostSession:
         else:
             # Plain HTTP to loopback: verify=False skips loading the CA bundle (~20 ms per launch).
             http = httpx.HTTPTransport(verify=False)
-        return ProbeClient(f"http://127.0.0.1:{port}", transport=http)
+        return ProbeClient(f"http://127.0.0.1:{port}", transport=http, api_key=api_key)
 
     def run_dir(self, run_id: str) -> str:
         """Where a run's files live on the host."""
@@ -351,21 +320,8 @@ def transport_spec(config: HostConfig) -> Literal["local"] | SshTarget:
     )
 
 
-def absolute_scenario(words: list[str]) -> list[str]:
-    """A simulated launcher with its `--scenario` made absolute: launches start in their run directory."""
-    # The simulated host is this machine, so a relative path means the orchestrator's working directory.
-    out = list(words)
-    for i, word in enumerate(out):
-        if word == "--scenario" and i + 1 < len(out):
-            out[i + 1] = str(Path(out[i + 1]).expanduser().resolve())
-        elif word.startswith("--scenario="):
-            out[i] = "--scenario=" + str(Path(word.split("=", 1)[1]).expanduser().resolve())
-    return out
-
-
-def python_for(config: HostConfig, install: str | None) -> str:
-    """The interpreter of an install: the launcher's own when it starts with one, else the host's."""
-    words = shlex.split(config.launcher_for(install))
+def python_for(config: HostConfig, words: list[str]) -> str:
+    """The interpreter of an install (its launcher words given): the launcher's own when it starts with one."""
     if words and "python" in posixpath.basename(words[0]):
         return words[0]
     if words and posixpath.basename(words[0]) == "sglang" and "/" in words[0]:

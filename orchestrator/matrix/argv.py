@@ -7,10 +7,12 @@ preflight then rejects them with SGLang's own message.
 
 from __future__ import annotations
 
+from orchestrator.config.secret_flags import protect
 from orchestrator.matrix.expand import cell_id
 from orchestrator.matrix.flags import canonical_name, canonicalize
 from orchestrator.matrix.grammar import FlagGrammar, FlagSpec
 from orchestrator.model import Cell, FlagList, FlagValue
+from orchestrator.secret import parse_ref
 
 
 def _spec_for(grammar: FlagGrammar, option: str) -> tuple[str, FlagSpec | None]:
@@ -42,14 +44,14 @@ def flags_from_argv(argv: list[str], grammar: FlagGrammar) -> dict[str, FlagValu
         key = canonical_name(spec.primary if spec else name)
         takes_value = spec.takes_value if spec else (i < len(argv) and not argv[i].startswith("--"))
         if inline:
-            flags[key] = inline
+            flags[key] = parse_ref(inline) or inline
         elif takes_value and i < len(argv):
             values = [argv[i]]
             i += 1
             while spec is not None and spec.nargs in ("*", "+") and i < len(argv) and not argv[i].startswith("--"):
                 values.append(argv[i])
                 i += 1
-            flags[key] = FlagList(values) if len(values) > 1 else values[0]
+            flags[key] = FlagList(values) if len(values) > 1 else (parse_ref(values[0]) or values[0])
         else:
             flags[key] = True
     return flags
@@ -59,5 +61,5 @@ def cell_from_argv(argv: list[str], grammar: FlagGrammar) -> Cell:
     """A one-off cell from a command line; every given flag counts as an axis for display."""
     flags = flags_from_argv(argv, grammar)
     flags.pop("_positional", None)
-    canonical = canonicalize(flags)
+    canonical = {k: protect(k, v, "the command line") for k, v in canonicalize(flags).items()}
     return Cell(cell_id=cell_id(canonical), flags=canonical, axes=tuple(canonical))

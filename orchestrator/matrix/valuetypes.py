@@ -5,7 +5,7 @@ argparse converts a value with the option's `type` before anything else and fail
 These flags are declared `type=int` / `type=float` in SGLang's server_args.py and have kept that
 type across the releases read (0.5.9 to 0.5.23). A flag whose type changed is left out rather
 than guessed: `--context-length` takes `32k` since SGLang added SI suffixes, so it is not here.
-The check and the simulated host's parser both read this one table.
+The simulated host keeps its own copy (sim/valuetypes.py), as it keeps its own of all SGLang does.
 """
 
 from __future__ import annotations

@@ -31,12 +31,14 @@ from orchestrator.errors import StoreError
 from orchestrator.model import Cell, Status
 from orchestrator.probe.decode import MIN_SAMPLED_TOKENS, PROBE_ORDER
 from orchestrator.report import repro_probe
+from orchestrator.secret import MASK, SecretRef
 from orchestrator.settings import Deadlines, ProbeSettings
 from orchestrator.store.records import RunRecord, SweepRecord
-from orchestrator.store.secrets import MASK
 
 LOG_TAIL_LINES = 40
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+"""A secret flag value as the launch passed it: `"${ORCH_API_KEY}"`, expanded by the launch's shell."""
 ERROR_PATTERN = (
     r"Traceback|Error|error:|Exception|CUDA error|NCCL|Killed|SIGQUIT|Received sigquit|Segmentation fault"
     r"|device-side assert|out of memory|\bnan\b|NaN|WARNING|Warning|might cause|[Dd]eprecat|[Ff]alling back"
@@ -75,11 +77,18 @@ class ReproLaunch:
     """Plain environment values as the run had them."""
     secret_names: tuple[str, ...]
 
-    def argv(self, port: str) -> list[str]:
-        """The command words with the new port (masked flag values stay masked)."""
-        words = list(self.words)
-        if self.port_index is not None:
-            words[self.port_index] = port
+    def argv(self, port: str) -> list[str | SecretRef]:
+        """The command words with the new port; each masked flag value a reference to its variable."""
+        words: list[str | SecretRef] = []
+        for index, word in enumerate(self.words):
+            if index == self.port_index:
+                words.append(port)
+            elif index in self.masked_args and word.startswith("--") and word.endswith(f"={MASK}"):
+                words += [word[: -len(MASK) - 1], SecretRef(self.masked_args[index])]
+            elif index in self.masked_args:
+                words.append(SecretRef(self.masked_args[index]))
+            else:
+                words.append(word)
         return words
 
     def shell_words(self) -> str:
@@ -88,7 +97,8 @@ class ReproLaunch:
         if self.port_index is not None:
             out[self.port_index] = '"$PORT"'
         for index, name in self.masked_args.items():
-            prefix = self.words[index][: -len(MASK)]
+            word = self.words[index]
+            prefix = "" if _REFERENCE.match(word) else word[: -len(MASK)]
             out[index] = f'{shlex.quote(prefix) if prefix else ""}"${name}"'
         return " ".join(out)
 
@@ -102,7 +112,10 @@ def repro_launch(run: RunRecord) -> ReproLaunch:
     port_index = next((i + 1 for i, w in enumerate(words[:-1]) if w == "--port"), None)
     masked: dict[int, str] = {}
     for i, word in enumerate(words):
-        if word == MASK and i > 0 and words[i - 1].startswith("--"):
+        reference = _REFERENCE.match(word)
+        if reference is not None:
+            masked[i] = reference.group(1)
+        elif word == MASK and i > 0 and words[i - 1].startswith("--"):
             masked[i] = _flag_variable(words[i - 1])
         elif word.startswith("--") and word.endswith(f"={MASK}"):
             masked[i] = _flag_variable(word.split("=", 1)[0])

@@ -26,8 +26,20 @@ _FACTS = (
 """Pattern, right answer, what it is, and the fluent wrong answer a drifting launch gives instead."""
 _FIXED = ((re.compile(r"count from one to five", re.I), "One, two, three, four, five.", "One, two, three, five, six."),)
 _WORDS = (
-    "the system", "a model", "this approach", "the result", "each layer", "the server", "a request", "the answer",
-    "careful measurement", "the next step", "an example", "the data", "this question", "a simple rule",
+    "the system",
+    "a model",
+    "this approach",
+    "the result",
+    "each layer",
+    "the server",
+    "a request",
+    "the answer",
+    "careful measurement",
+    "the next step",
+    "an example",
+    "the data",
+    "this question",
+    "a simple rule",
 )
 _VERBS = ("depends on", "shows", "improves", "describes", "follows from", "changes", "supports", "explains")
 _GARBAGE_TOKENS = ("!", " the", " nan", "\ufffd")

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from orchestrator.errors import ConfigError
 from orchestrator.sim import gpu_state
 from orchestrator.sim.cli import host_state
+from orchestrator.sim.errors import ConfigError
 from orchestrator.sim.scenario import Scenario, load_scenario
 
 DRIVER_VERSION = "580.95.05"

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import ConfigError
 from orchestrator.sim import gpu_state
 from orchestrator.sim.argparser import build_parser, given_flags
+from orchestrator.sim.errors import ConfigError
 from orchestrator.sim.launch import prepare
 from orchestrator.sim.logfmt import STDERR, LogWriter
 from orchestrator.sim.releases import release_of

@@ -39,6 +39,8 @@ class Api:
     model_info: dict[str, Any]
     server_info: Callable[[], dict[str, Any]]
     max_model_len: int
+    api_key: str | None = None
+    """`--api-key`: every path but /health* and /metrics then demands `Authorization: Bearer <key>`."""
 
 
 class HttpServer(ThreadingHTTPServer):
@@ -69,8 +71,18 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     api: Api
 
+    def _authorized(self, path: str) -> bool:
+        """SGLang's api-key middleware: /health* and /metrics are open, the rest needs the bearer key (else 401)."""
+        key = self.api.api_key
+        if not key or path.startswith(("/health", "/metrics")) or self.headers.get("Authorization") == f"Bearer {key}":
+            return True
+        self._json({"error": "Unauthorized"}, HTTPStatus.UNAUTHORIZED)
+        return False
+
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
+        if not self._authorized(path):
+            return
         if path in ("/health", "/health_generate"):
             self._empty(HTTPStatus.OK if self.api.engine.healthy() else HTTPStatus.SERVICE_UNAVAILABLE)
         elif path in ("/model_info", "/get_model_info"):
@@ -80,8 +92,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._deprecated(path, "/server_info")
             self._json(self.api.server_info())
         elif path == "/v1/models":
-            card = {"id": self.api.model_name, "object": "model", "created": int(time.time()), "owned_by": "sglang",
-                    "root": self.api.model_name, "max_model_len": self.api.max_model_len}
+            card = {
+                "id": self.api.model_name,
+                "object": "model",
+                "created": int(time.time()),
+                "owned_by": "sglang",
+                "root": self.api.model_name,
+                "max_model_len": self.api.max_model_len,
+            }
             self._json({"object": "list", "data": [card]})
         else:
             self._json({"detail": "Not Found"}, HTTPStatus.NOT_FOUND)
@@ -92,6 +110,8 @@ class _Handler(BaseHTTPRequestHandler):
         route = routes.get(path)
         try:
             body = self._body()
+            if not self._authorized(path):
+                return
             if route is None:
                 self._json({"detail": "Not Found"}, HTTPStatus.NOT_FOUND)
             else:
@@ -171,17 +191,27 @@ class _Handler(BaseHTTPRequestHandler):
             return
         answer = self.api.engine.generate(request)
         if chat:
-            choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": answer.text,
-                                                              "reasoning_content": None, "tool_calls": None}}
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": {"role": "assistant", "content": answer.text, "reasoning_content": None, "tool_calls": None},
+            }
         else:
             choice = {"index": 0, "text": answer.text}
-        choice.update({"logprobs": None, "finish_reason": answer.finish,
-                       "matched_stop": EOS_TOKEN if answer.finish == "stop" else None})
+        choice.update(
+            {
+                "logprobs": None,
+                "finish_reason": answer.finish,
+                "matched_stop": EOS_TOKEN if answer.finish == "stop" else None,
+            }
+        )
         prompt_tokens = count_tokens(prompt)
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": answer.completion_tokens,
-                 "total_tokens": prompt_tokens + answer.completion_tokens, "prompt_tokens_details": None}
-        self._json({"id": rid, "object": kind, "created": created, "model": model, "choices": [choice],
-                    "usage": usage})
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": answer.completion_tokens,
+            "total_tokens": prompt_tokens + answer.completion_tokens,
+            "prompt_tokens_details": None,
+        }
+        self._json({"id": rid, "object": kind, "created": created, "model": model, "choices": [choice], "usage": usage})
 
     def _stream(self, request: GenRequest, event: Callable[[str], str], first: str | None = None) -> Answer:
         """Send 200 and the event-stream headers, then one event per decoded piece."""
@@ -272,6 +302,12 @@ def _meta(rid: str, request: GenRequest, answer: Answer) -> dict[str, Any]:
         if answer.finish == "length"
         else {"type": "stop", "matched": EOS_TOKEN}
     )
-    return {"id": rid, "finish_reason": finish, "prompt_tokens": count_tokens(request.prompt),
-            "completion_tokens": answer.completion_tokens, "cached_tokens": 0, "weight_version": "default",
-            "total_retractions": 0}
+    return {
+        "id": rid,
+        "finish_reason": finish,
+        "prompt_tokens": count_tokens(request.prompt),
+        "completion_tokens": answer.completion_tokens,
+        "cached_tokens": 0,
+        "weight_version": "default",
+        "total_retractions": 0,
+    }

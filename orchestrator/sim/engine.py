@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
-from orchestrator.model import Phase
 from orchestrator.sim import answers
 from orchestrator.sim.failures import HEALTH_CHECK_FAILED
 from orchestrator.sim.logfmt import LogWriter
+from orchestrator.sim.phases import Phase
 from orchestrator.sim.plan import Failure, LaunchPlan
 from orchestrator.sim.scenario import Timing
 
@@ -39,9 +39,7 @@ class GenRequest:
 class Engine:
     """Runs generation requests against the launch plan."""
 
-    def __init__(
-        self, plan: LaunchPlan, timing: Timing, log: LogWriter, crash: Callable[[Failure], None]
-    ) -> None:
+    def __init__(self, plan: LaunchPlan, timing: Timing, log: LogWriter, crash: Callable[[Failure], None]) -> None:
         self.plan = plan
         self.timing = timing
         self.log = log
@@ -149,9 +147,7 @@ class Engine:
         }
         return any(when.get(phase, True) for phase in phases)
 
-    def _decode(
-        self, request: GenRequest, external: bool, on_piece: Callable[[str], None] | None
-    ) -> answers.Answer:
+    def _decode(self, request: GenRequest, external: bool, on_piece: Callable[[str], None] | None) -> answers.Answer:
         greedy = request.temperature <= 0
         answer = answers.generate(
             request.prompt,

@@ -115,8 +115,12 @@ def main_process_failure(kind: str, ctx: Context) -> list[str]:
 def warmup_failure(ctx: Context) -> list[str]:
     """The traceback after `Initialization failed. warmup error: ` (issue #2468: a proxy answered)."""
     frames: tuple[tb.Frame, ...] = (
-        ("S/srt/entrypoints/http_server.py", 1651, "_execute_server_warmup",
-         'assert res.status_code == 200, f"{res=}, {res.text=}"'),
+        (
+            "S/srt/entrypoints/http_server.py",
+            1651,
+            "_execute_server_warmup",
+            'assert res.status_code == 200, f"{res=}, {res.text=}"',
+        ),
     )
     return [*tb.render(frames), exception_line("AssertionError: res=<Response [502]>, res.text=''", ctx)]
 
@@ -211,8 +215,12 @@ def _nccl(ctx: Context) -> Parts:
     frames = (
         ("S/srt/distributed/device_communicators/pynccl.py", 164, "all_reduce", "self.nccl.ncclAllReduce("),
         ("S/srt/distributed/device_communicators/pynccl_wrapper.py", 402, "ncclAllReduce", "self.NCCL_CHECK("),
-        ("S/srt/distributed/device_communicators/pynccl_wrapper.py", 357, "NCCL_CHECK",
-         'raise RuntimeError(f"NCCL error: {error_str}")'),
+        (
+            "S/srt/distributed/device_communicators/pynccl_wrapper.py",
+            357,
+            "NCCL_CHECK",
+            'raise RuntimeError(f"NCCL error: {error_str}")',
+        ),
     )
     text = "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"
     return before, frames, [exception_line(text, ctx)]
@@ -225,8 +233,12 @@ def _weights(ctx: Context) -> Parts:
 
 def _import(ctx: Context) -> Parts:
     frames = (
-        ("S/srt/layers/quantization/fp8_kernel.py", 46, "<module>",
-         "from sgl_kernel import sgl_per_token_group_quant_fp8"),
+        (
+            "S/srt/layers/quantization/fp8_kernel.py",
+            46,
+            "<module>",
+            "from sgl_kernel import sgl_per_token_group_quant_fp8",
+        ),
         ("P/sgl_kernel/__init__.py", 5, "<module>", "common_ops = _load_architecture_specific_ops()"),
         ("P/sgl_kernel/load_utils.py", 188, "_load_architecture_specific_ops", "raise ImportError(error_msg)"),
     )
@@ -241,8 +253,12 @@ def _tokenizer(ctx: Context) -> Parts:
     path = ctx.model_path
     frames = (
         ("S/srt/utils/hf_transformers_utils.py", 484, "get_tokenizer", "tokenizer = AutoTokenizer.from_pretrained("),
-        ("P/transformers/models/auto/tokenization_auto.py", 1153, "from_pretrained",
-         "return tokenizer_class_fast.from_pretrained(pretrained_model_name_or_path, *inputs, **kwargs)"),
+        (
+            "P/transformers/models/auto/tokenization_auto.py",
+            1153,
+            "from_pretrained",
+            "return tokenizer_class_fast.from_pretrained(pretrained_model_name_or_path, *inputs, **kwargs)",
+        ),
     )
     text = (
         f"OSError: Can't load tokenizer for '{path}'. If you were trying to load it from "
@@ -261,8 +277,12 @@ def _jit(ctx: Context) -> Parts:
         ("P/flashinfer/jit/cpp_ext.py", 273, "run_ninja", "raise RuntimeError(msg) from e"),
     )
     text = exception_line("RuntimeError: Ninja build failed. Ninja output:", ctx)
-    tail = [text, f"FAILED: {op}/batch_decode.cuda.o", "nvcc fatal   : Unsupported gpu architecture 'compute_120a'",
-            "ninja: build stopped: subcommand failed."]
+    tail = [
+        text,
+        f"FAILED: {op}/batch_decode.cuda.o",
+        "nvcc fatal   : Unsupported gpu architecture 'compute_120a'",
+        "ninja: build stopped: subcommand failed.",
+    ]
     return before, frames, tail
 
 

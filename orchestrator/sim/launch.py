@@ -11,13 +11,13 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.matrix.flags import canonical_name
-from orchestrator.matrix.grammar import FlagGrammar
-from orchestrator.model import Phase
 from orchestrator.sim.argparser import given_flags, raw_values
 from orchestrator.sim.failures import Context
+from orchestrator.sim.flags import canonical_name
 from orchestrator.sim.gpu_state import Gpu, Holding
+from orchestrator.sim.grammar import FlagGrammar
 from orchestrator.sim.memory import CONTEXT_GIB, MemoryPlan, plan_memory
+from orchestrator.sim.phases import Phase
 from orchestrator.sim.plan import Failure, LaunchPlan, make_plan
 from orchestrator.sim.rank import STARTUP_PHASES as RANK_PHASES
 from orchestrator.sim.rank import RankConfig, StartupFailure
@@ -77,8 +77,13 @@ class Launch:
         other = self.foreign.get(failure.rank) if failure.kind == "gpu_memory_in_use" else None
         if failure.kind == "gpu_memory_in_use" and other is None:
             # A rule asked for it without a real holder: name a made-up one, as torch would name the real one.
-            other = Holding(pid=4100 + failure.rank, gpu=0, memory_mib=int(self.memory.total_gib * 700), server_pid=0,
-                            process_name="python")
+            other = Holding(
+                pid=4100 + failure.rank,
+                gpu=0,
+                memory_mib=int(self.memory.total_gib * 700),
+                server_pid=0,
+                process_name="python",
+            )
         used = CONTEXT_GIB + self.memory.weights_gib
         if failure.phase.order > Phase.MEMORY_ALLOC.order:
             used += self.memory.kv_gib
@@ -207,12 +212,18 @@ def server_info(launch: Launch, *, throughput: float) -> dict[str, Any]:
         status="ready",
         max_total_num_tokens=memory.tokens,
         max_req_input_len=launch.scenario.model.context_len - 1,
-        internal_states=[{
-            "attention_backend": launch.plan.resolved.get("attention-backend", "flashinfer"),
-            "last_gen_throughput": round(throughput, 2),
-            "memory_usage": {"weight": memory.weights_gib, "kvcache": memory.kv_gib, "token_capacity": memory.tokens,
-                             "graph": memory.graph_gib},
-        }],
+        internal_states=[
+            {
+                "attention_backend": launch.plan.resolved.get("attention-backend", "flashinfer"),
+                "last_gen_throughput": round(throughput, 2),
+                "memory_usage": {
+                    "weight": memory.weights_gib,
+                    "kvcache": memory.kv_gib,
+                    "token_capacity": memory.tokens,
+                    "graph": memory.graph_gib,
+                },
+            }
+        ],
         version=launch.scenario.version,
     )
     return info

@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from orchestrator.matrix.flags import canonical_name, canonical_value
-from orchestrator.model import Phase
+from orchestrator.sim.flags import canonical_name, canonical_value
+from orchestrator.sim.phases import Phase
 from orchestrator.sim.scenario import FailSpec, Rule, Scalar, Scenario
 
 STARTUP = (Phase.ARG_PARSE, Phase.IMPORT, Phase.MODEL_LOAD, Phase.MEMORY_ALLOC, Phase.CUDA_GRAPH_CAPTURE, Phase.WARMUP)

@@ -24,17 +24,17 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from orchestrator.errors import ConfigError, ConfigErrors
-from orchestrator.matrix.flags import canonical_name, canonical_value
-from orchestrator.matrix.grammar import FlagGrammar
-from orchestrator.model import Category, Phase
 from orchestrator.sim.argparser import load_grammar
+from orchestrator.sim.errors import ConfigError, ConfigErrors
+from orchestrator.sim.flags import canonical_name, canonical_value
 from orchestrator.sim.gpu_state import DEFAULT_COMPUTE_CAP, DEFAULT_MEMORY_MIB, DEFAULT_NAME
+from orchestrator.sim.grammar import FlagGrammar
+from orchestrator.sim.phases import FAILURE_KINDS, Phase
 
 Scalar = str | int | float | bool | None
 DEFAULT_AUTO: dict[str, str] = {"attention-backend": "flashinfer", "sampling-backend": "flashinfer"}
 """What SGLang resolves these to on an SM120 host for an ordinary (MHA) model, unless the scenario says otherwise."""
-KINDS = frozenset(c.value for c in Category) | {"hang", "garbage", "drift", "flaky"}
+KINDS = FAILURE_KINDS | {"hang", "garbage", "drift", "flaky"}
 
 
 class _Strict(BaseModel):
@@ -134,8 +134,11 @@ class Scenario(_Strict):
 
     def autos(self) -> dict[str, str]:
         """Canonical flag -> what it resolves to when unset or `auto`: DEFAULT_AUTO overlaid with `auto:`."""
-        given = {canonical_name(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in self.auto.items()
-                 if v is not None}
+        given = {
+            canonical_name(k): str(v).lower() if isinstance(v, bool) else str(v)
+            for k, v in self.auto.items()
+            if v is not None
+        }
         return {**DEFAULT_AUTO, **given}
 
     @model_validator(mode="before")
@@ -178,10 +181,12 @@ def load_scenario(path: str | Path) -> tuple[Scenario, FlagGrammar]:
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        raise ConfigErrors([
-            ConfigError(f"{_dotted(err['loc'])}: {err['msg']}", file=file, line=_line_of(root, err["loc"]))
-            for err in exc.errors()
-        ]) from None
+        raise ConfigErrors(
+            [
+                ConfigError(f"{_dotted(err['loc'])}: {err['msg']}", file=file, line=_line_of(root, err["loc"]))
+                for err in exc.errors()
+            ]
+        ) from None
     try:
         grammar = load_grammar(scenario.version)
     except ConfigError as exc:

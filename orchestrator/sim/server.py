@@ -21,13 +21,13 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
-from orchestrator.model import Phase
 from orchestrator.sim import failures
 from orchestrator.sim.argparser import build_parser
 from orchestrator.sim.endpoints import Api, HttpServer, make_handler
 from orchestrator.sim.engine import Engine
 from orchestrator.sim.launch import Launch, model_info, rank_configs, server_info, startup_lines
 from orchestrator.sim.logfmt import STDERR, LogWriter, rank_tag
+from orchestrator.sim.phases import Phase
 from orchestrator.sim.plan import Failure
 from orchestrator.sim.ranks import RankSet
 
@@ -92,6 +92,7 @@ class SimServer:
             model_info=model_info(self.launch),
             server_info=lambda: server_info(self.launch, throughput=self.engine.last_throughput),
             max_model_len=self.launch.scenario.model.context_len,
+            api_key=self._api_key(),
         )
         try:
             self.httpd = HttpServer((host, port), make_handler(api))
@@ -107,6 +108,9 @@ class SimServer:
         self.log.info(f"INFO:     Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)")
         return True
 
+    def _api_key(self) -> str | None:
+        return str(self.launch.values.get("api_key") or "") or None
+
     def _warmup(self) -> None:
         """The server's own greedy request (8 new tokens), as `_execute_server_warmup` sends it."""
         if self.launch.given.get("skip-server-warmup") == "true":
@@ -114,11 +118,12 @@ class SimServer:
         host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.launch.host, self.launch.host)
         startup = self.launch.plan.startup
         try:
-            _request(host, self.launch.port, "GET", "/model_info", None)
+            key = self._api_key()
+            _request(host, self.launch.port, "GET", "/model_info", None, key)
             if startup is not None and startup.kind == "warmup_request_failed":
                 self._warmup_failed(startup)
             body = {"text": WARMUP_PROMPT, "sampling_params": {"temperature": 0, "max_new_tokens": 8}}
-            status, text = _request(host, self.launch.port, "POST", "/generate", body)
+            status, text = _request(host, self.launch.port, "POST", "/generate", body, key)
         except OSError as exc:
             status, text = 0, f"{type(exc).__name__}: {exc}"
         if status != 200:
@@ -133,8 +138,12 @@ class SimServer:
 
     def _crash(self, failure: Failure) -> None:
         """Hand a serving-phase failure to rank 0, which reports it and SIGQUITs us."""
-        command = {"op": "fail", "kind": failure.kind, "phase": failure.phase.value,
-                   "ctx": self.launch.context(failure).to_dict()}
+        command = {
+            "op": "fail",
+            "kind": failure.kind,
+            "phase": failure.phase.value,
+            "ctx": self.launch.context(failure).to_dict(),
+        }
         if not self.ranks.send(0, command):
             self._die()
 
@@ -184,11 +193,14 @@ class SimServer:
         _block()
 
 
-def _request(host: str, port: int, method: str, path: str, body: object) -> tuple[int, str]:
+def _request(host: str, port: int, method: str, path: str, body: object, api_key: str | None) -> tuple[int, str]:
     conn = http.client.HTTPConnection(host, port, timeout=WARMUP_TIMEOUT_S)
     try:
         payload = json.dumps(body) if body is not None else None
-        conn.request(method, path, payload, {"Content-Type": "application/json"} if payload else {})
+        headers = {"Content-Type": "application/json"} if payload else {}
+        if api_key:  # as SGLang's warm-up does: its own middleware demands the key
+            headers["Authorization"] = f"Bearer {api_key}"
+        conn.request(method, path, payload, headers)
         response = conn.getresponse()
         return response.status, response.read().decode(errors="replace")
     finally:

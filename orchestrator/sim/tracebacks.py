@@ -31,8 +31,12 @@ _SCHEDULER_INIT: tuple[Frame, ...] = (
 
 _STARTUP_TAILS: dict[str, tuple[Frame, ...]] = {
     "import": (
-        ("S/srt/model_executor/model_runner.py", 441, "initialize",
-         "min_per_gpu_memory = self.init_torch_distributed()"),
+        (
+            "S/srt/model_executor/model_runner.py",
+            441,
+            "initialize",
+            "min_per_gpu_memory = self.init_torch_distributed()",
+        ),
     ),
     "model_load": (
         ("S/srt/model_executor/model_runner.py", 470, "initialize", "self.load_model()"),
@@ -47,8 +51,12 @@ _STARTUP_TAILS: dict[str, tuple[Frame, ...]] = {
     ),
     "cuda_graph_capture": (
         ("S/srt/model_executor/model_runner.py", 541, "initialize", "self.init_device_graphs()"),
-        ("S/srt/model_executor/model_runner.py", 2104, "init_device_graphs",
-         "self.graph_runner = CudaGraphRunner(self)"),
+        (
+            "S/srt/model_executor/model_runner.py",
+            2104,
+            "init_device_graphs",
+            "self.graph_runner = CudaGraphRunner(self)",
+        ),
         ("S/srt/model_executor/cuda_graph_runner.py", 379, "__init__", "self.capture()"),
         ("S/srt/model_executor/cuda_graph_runner.py", 498, "capture", ") = self.capture_one_batch_size(bs, forward)"),
         ("S/srt/model_executor/cuda_graph_runner.py", 657, "capture_one_batch_size", "run_once()"),
@@ -64,8 +72,12 @@ _EVENT_LOOP: tuple[Frame, ...] = (
 )
 
 FORWARD: tuple[Frame, ...] = (
-    ("S/srt/managers/tp_worker.py", 402, "forward_batch_generation",
-     "logits_output, can_run_cuda_graph = self.model_runner.forward("),
+    (
+        "S/srt/managers/tp_worker.py",
+        402,
+        "forward_batch_generation",
+        "logits_output, can_run_cuda_graph = self.model_runner.forward(",
+    ),
     ("S/srt/model_executor/model_runner.py", 2265, "forward", "output = self._forward_raw("),
     ("S/srt/model_executor/model_runner.py", 2318, "_forward_raw", "ret = self.forward_decode("),
     ("S/srt/model_executor/model_runner.py", 2187, "forward_decode", "return self.model.forward("),
@@ -73,14 +85,22 @@ FORWARD: tuple[Frame, ...] = (
 )
 
 SAMPLE: tuple[Frame, ...] = (
-    ("S/srt/managers/tp_worker.py", 417, "forward_batch_generation",
-     "next_token_ids = self.model_runner.sample(logits_output, forward_batch)"),
+    (
+        "S/srt/managers/tp_worker.py",
+        417,
+        "forward_batch_generation",
+        "next_token_ids = self.model_runner.sample(logits_output, forward_batch)",
+    ),
     ("S/srt/model_executor/model_runner.py", 2356, "sample", "next_token_ids = self.sampler("),
     ("T/nn/modules/module.py", 1775, "_wrapped_call_impl", "return self._call_impl(*args, **kwargs)"),
     ("T/nn/modules/module.py", 1786, "_call_impl", "return forward_call(*args, **kwargs)"),
     ("S/srt/layers/sampler.py", 135, "forward", "batch_next_token_ids = top_k_top_p_min_p_sampling_from_probs_torch("),
-    ("S/srt/layers/sampler.py", 318, "top_k_top_p_min_p_sampling_from_probs_torch",
-     "sampled_index = torch.multinomial(probs_sort, num_samples=1)"),
+    (
+        "S/srt/layers/sampler.py",
+        318,
+        "top_k_top_p_min_p_sampling_from_probs_torch",
+        "sampled_index = torch.multinomial(probs_sort, num_samples=1)",
+    ),
 )
 
 PROCESS_RESULT: tuple[Frame, ...] = (
@@ -88,8 +108,12 @@ PROCESS_RESULT: tuple[Frame, ...] = (
     ("T/utils/_contextlib.py", 120, "decorate_context", "return func(*args, **kwargs)"),
     ("S/srt/managers/scheduler.py", 1027, "event_loop_overlap", "self.process_batch_result(tmp_batch, tmp_result)"),
     ("S/srt/managers/scheduler.py", 2240, "process_batch_result", "self.process_batch_result_decode(batch, result)"),
-    ("S/srt/managers/scheduler_output_processor_mixin.py", 312, "process_batch_result_decode",
-     "next_token_ids = next_token_ids.tolist()"),
+    (
+        "S/srt/managers/scheduler_output_processor_mixin.py",
+        312,
+        "process_batch_result_decode",
+        "next_token_ids = next_token_ids.tolist()",
+    ),
 )
 
 GRAPH_RAISE: tuple[Frame, ...] = (

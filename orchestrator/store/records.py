@@ -16,7 +16,7 @@ from typing import Any, Literal, cast
 
 from orchestrator.errors import StoreError
 from orchestrator.model import Cell, ProbeOutcome, Verdict
-from orchestrator.store.secrets import MASK, scrub, scrub_text
+from orchestrator.secret import MASK, parse_ref, scrub, scrub_text
 
 SweepStatus = Literal["running", "done", "interrupted"]
 RunState = Literal["pending", "launched", "done", "abandoned"]
@@ -124,7 +124,7 @@ def cell_from_row(row: Mapping[str, Any]) -> Cell:
     """Rebuild a cell; its environment comes back as names with masked values."""
     return Cell(
         cell_id=row["cell_id"],
-        flags=json.loads(row["flags"]),
+        flags={k: (parse_ref(v) or v) if isinstance(v, str) else v for k, v in json.loads(row["flags"]).items()},
         axes=tuple(json.loads(row["axes"])),
         env=dict.fromkeys(json.loads(row["env_names"]), MASK),
         install=row["install"],

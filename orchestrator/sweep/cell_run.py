@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from orchestrator.classify.unlaunched import infra_verdict
@@ -21,10 +21,11 @@ from orchestrator.host.facts import GpuHolder
 from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Verdict
+from orchestrator.secret import MASK
 from orchestrator.store.records import RunRecord, new_run_id
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.execute import PhaseCallback, RunSettings, execute_run
-from orchestrator.sweep.plan import CellPlan, launch_argv
+from orchestrator.sweep.plan import CellPlan, flag_secrets, launch_argv
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,12 @@ def build_spec(
 ) -> tuple[LaunchSpec, dict[str, str]]:
     """The launch spec of an attempt and the secrets it needs (kept apart: never stored)."""
     plain, secrets = launch_env(session.config, matrix, plan.cell.install)
+    argv = launch_argv(session.launcher_words(plan.cell.install), plan, slot.port)
+    secrets |= flag_secrets(argv, os.environ)
     env = {**session.base_env, **plain, "CUDA_VISIBLE_DEVICES": ",".join(map(str, slot.gpus))}
     spec = LaunchSpec(
         run_id=run_id,
-        argv=launch_argv(session.launcher_words(plan.cell.install), plan, slot.port),
+        argv=argv,
         env=env,
         secret_names=tuple(sorted(secrets)),
         gpus=slot.gpus,
@@ -103,38 +106,56 @@ def run_attempt(
     matrix: Matrix | None,
     on_event: Callable[[Cell, str, Phase | None], None] | None = None,
 ) -> AttemptResult:
-    """Launch one cell once, record everything, and always leave the host clean."""
-    run_id = new_run_id()
-    spec, secrets = build_spec(session, plan, slot, run_id, matrix)
+    """Launch one cell once (its first attempt or a retry), record everything, and always leave the host clean."""
+    spec, secrets = build_spec(session, plan, slot, new_run_id(), matrix)
+    return launch_attempt(store, session, sweep_id, plan.cell, spec, secrets, settings, on_event)
+
+
+def launch_attempt(
+    store: Store,
+    session: HostSession,
+    sweep_id: str,
+    cell: Cell,
+    spec: LaunchSpec,
+    secrets: Mapping[str, str],
+    settings: RunSettings,
+    on_event: Callable[[Cell, str, Phase | None], None] | None = None,
+) -> AttemptResult:
+    """The one attempt pipeline (a sweep's cells, retries, `run`, `repro`): record, launch, follow, record the verdict.
+
+    The run row is written before the launch, numbered by the store; a launch whose reply was lost is
+    found by its pid file and stopped; a launch that started is followed by `watch_attempt`.
+    """
+    slot = Slot(spec.gpus, spec.port)
     store.create_run(
         RunRecord(
-            run_id=run_id,
+            run_id=spec.run_id,
             sweep_id=sweep_id,
-            cell_id=plan.cell.cell_id,
+            cell_id=cell.cell_id,
             # Numbered by the store: abandoned runs keep their numbers, and never count as attempts.
-            attempt=store.next_attempt(sweep_id, plan.cell.cell_id),
+            attempt=store.next_attempt(sweep_id, cell.cell_id),
             host=session.config.name,
             run_dir=spec.run_dir,
-            port=slot.port,
-            gpus=slot.gpus,
+            port=spec.port,
+            gpus=spec.gpus,
             command=spec.command_line,
-            env_masked=masked_env(spec.env, session.config.secrets) | dict.fromkeys(secrets, "***"),
+            env_masked=masked_env(spec.env, session.config.secrets) | dict.fromkeys(secrets, MASK),
             started_at=time.time(),
-            install=plan.cell.install,
+            install=spec.install,
         )
     )
     if on_event:
-        on_event(plan.cell, "launching", None)  # the live view times the attempt from here, not its first log line
+        on_event(cell, "launching", None)  # the live view times the attempt from here, not its first log line
     try:
         launch = session.launcher.start(spec, secrets)
     except (LaunchError, TransportError) as exc:
-        _stop_unreported(session, spec, settings)
+        _stop_unreported(session, spec, settings, secrets)
         failed = infra_verdict(exc, Phase.PREFLIGHT)
         verdict = dataclasses.replace(failed, reason=f"not launched: {failed.reason}")
-        store.finish_run(run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
-        return AttemptResult(plan.cell, run_id, verdict, slot, True)
-    store.mark_launched(run_id, run_dir=spec.run_dir, pgid=launch.pgid, port=slot.port, gpus=slot.gpus)
-    return watch_attempt(store, session, plan.cell, run_id, launch, settings, on_event)
+        store.finish_run(spec.run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
+        return AttemptResult(cell, spec.run_id, verdict, slot, True)
+    store.mark_launched(spec.run_id, run_dir=spec.run_dir, pgid=launch.pgid, port=spec.port, gpus=spec.gpus)
+    return watch_attempt(store, session, cell, spec.run_id, launch, settings, on_event)
 
 
 def watch_attempt(
@@ -167,10 +188,12 @@ def watch_attempt(
     return AttemptResult(cell, run_id, report.verdict, slot, report.gpus_released, tuple(report.leftover_holders))
 
 
-def _stop_unreported(session: HostSession, spec: LaunchSpec, settings: RunSettings) -> None:
+def _stop_unreported(
+    session: HostSession, spec: LaunchSpec, settings: RunSettings, secrets: Mapping[str, str]
+) -> None:
     # The launch may have started and lost only its reply: its pid file says so, and it must not run on.
     with contextlib.suppress(OrchestratorError):
-        launch = session.launcher.recover(spec)
+        launch = session.launcher.recover(spec, secrets)
         if launch is not None:
             session.launcher.stop(launch, settings.deadlines.stop_grace)
 

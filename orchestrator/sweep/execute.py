@@ -25,6 +25,7 @@ from orchestrator.model import Phase, ProbeOutcome, ProbeResult, Verdict
 from orchestrator.probe.client import ProbeClient
 from orchestrator.probe.decode import run_probes
 from orchestrator.probe.ready import LogProgress, wait_ready
+from orchestrator.secret import Masker
 from orchestrator.settings import Deadlines, ProbeSettings
 
 REPROBES_AFTER_DROP = 2
@@ -60,9 +61,12 @@ class RunReport:
 class LiveLog:
     """Feeds new log lines to the evidence builder while tracking the phase reached and fatal lines."""
 
-    def __init__(self, tail: LogTail, started: float, on_phase: PhaseCallback | None = None):
+    def __init__(
+        self, tail: LogTail, started: float, on_phase: PhaseCallback | None = None, masker: Masker | None = None
+    ):
         self.tail = tail
-        self.builder = EvidenceBuilder()
+        self.masker = masker or Masker()
+        self.builder = EvidenceBuilder(self.masker)
         self.started = started
         self.phase: Phase | None = None
         self.fatal_line: str | None = None
@@ -96,7 +100,7 @@ class LiveLog:
                 if self._on_phase:
                     self._on_phase("phase", phase)
             if self.fatal_line is None and is_fatal_line(line):
-                self.fatal_line = line
+                self.fatal_line = self.masker.text(line)
             if "Uvicorn running on " in line:
                 self.listening_line = line
 
@@ -112,9 +116,9 @@ def execute_run(
     started = launch.started_at
     spec = launch.spec
     launcher = session.launcher
-    live = LiveLog(LogTail(session.transport, spec.log_path), started, on_event)
+    live = LiveLog(LogTail(session.transport, spec.log_path), started, on_event, Masker(launch.secret_values))
     probes: tuple[ProbeResult, ...] = ()
-    client = session.probe_client(spec.port)
+    client = session.probe_client(spec.port, api_key=launch.api_key)
     try:
         ready = wait_ready(
             client, is_alive=lambda: launcher.alive(launch), poll_log=live.poll, deadlines=settings.deadlines
@@ -209,7 +213,7 @@ def _final_evidence(session: HostSession, spec: LaunchSpec, live: LiveLog) -> Ev
     if not live.overflowed:
         return live.builder.finish()
     harvested = harvest_huge(session.transport, spec.log_path, HOST_GREP_REGEX)
-    builder = EvidenceBuilder()
+    builder = EvidenceBuilder(live.masker)
     for line, number in zip(harvested.lines, harvested.line_numbers, strict=True):
         builder.feed_line(line, number)
     return builder.finish()

@@ -5,6 +5,7 @@ A cell the host's SGLang cannot accept is `invalid` here with the reason, and ne
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -17,7 +18,7 @@ from orchestrator.host.facts import GpuHolder
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Verdict
 from orchestrator.settings import Deadlines
-from orchestrator.sweep.plan import CellPlan, plan_cells
+from orchestrator.sweep.plan import CellPlan, check_flag_secrets, plan_cells
 from orchestrator.transport.shell import Raw, ShellCommand
 
 
@@ -80,6 +81,7 @@ def run_preflight(
 ) -> Preflight:
     """Check the host and every cell; raises HostBusy if foreign processes hold GPUs (unless allowed)."""
     started = time.monotonic()
+    check_flag_secrets(cells, os.environ)  # before the host is asked anything: seconds, not minutes
     installs = sorted({c.install for c in cells}, key=lambda i: i or "")
     versions: dict[str, Any] = {}
     for install in installs:

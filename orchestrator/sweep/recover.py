@@ -8,13 +8,16 @@ end any group of ours that outlived its run, and never launch a cell twice.
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
+from orchestrator.config.model import resolve_env
 from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status
+from orchestrator.secret import SecretRef
 from orchestrator.store.records import UNFINISHED_STATES, RunRecord
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import record_unlaunched, watch_attempt
@@ -63,6 +66,9 @@ def settle_in_flight(
                     run.run_id, run_dir=launch.spec.run_dir, pgid=launch.pgid, port=launch.spec.port,
                     gpus=launch.spec.gpus,
                 )  # fmt: skip
+            launch.api_key = cell_api_key(cells[run.cell_id], os.environ)
+            host_secrets = resolve_env(session.config.env_for(run.install), os.environ, session.config.secrets)[1]
+            launch.secret_values = (*host_secrets.values(), *([launch.api_key] if launch.api_key else []))
             alive_ones.append((cells[run.cell_id], run.run_id, launch))
             continue
         if launch is not None:
@@ -96,6 +102,12 @@ def recover_launch(session: HostSession, run: RunRecord) -> Launch | None:
         install=run.install,
     )
     return session.launcher.recover(spec)
+
+
+def cell_api_key(cell: Cell, environ: Mapping[str, str]) -> str | None:
+    """The `--api-key` a re-attached launch of this cell demands, read again from its variable (if set)."""
+    ref = cell.flags.get("api-key")
+    return ref.resolve(environ) if isinstance(ref, SecretRef) else None
 
 
 def our_pgids(store: Store, sweep_id: str) -> set[int]:

@@ -13,9 +13,9 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-MASK = "***"
+from orchestrator.secret import MASK, is_secret_name, masked_names
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL")
 
 Value = str | int | float | os.PathLike[str]
 
@@ -48,16 +48,13 @@ def quote(value: Value) -> str:
     return shlex.quote(text)
 
 
-def looks_secret(name: str) -> bool:
-    """Whether an environment variable's name suggests a secret (HF_TOKEN, OPENAI_API_KEY, ...)."""
-    upper = name.upper()
-    return any(word in upper for word in _SECRET_WORDS)
+looks_secret = is_secret_name
+"""Whether an environment variable's name says it holds a secret (decided in orchestrator/secret.py)."""
 
 
 def mask_env(env: Mapping[str, str], secret_names: Iterable[str] = ()) -> dict[str, str]:
     """A copy of `env` with named or secret-looking values replaced by `***`."""
-    named = set(secret_names)
-    return {k: (MASK if k in named or looks_secret(k) else v) for k, v in env.items()}
+    return masked_names(env, secret_names)
 
 
 def check_env_name(name: str) -> str:

@@ -1,0 +1,1 @@
+"""The simulated host's `pip`: only `python -m pip list --format=freeze`, answered from the scenario."""
