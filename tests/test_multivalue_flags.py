@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -175,7 +176,7 @@ def test_the_version_comes_from_the_host_install(tmp_path: Path) -> None:
     for script in bin_dir.iterdir():
         script.chmod(0o755)
     config = HostConfig(name="h", transport="local", launcher=f"{bin_dir}/sglang serve")
-    python = python_for(config, None)
+    python = python_for(config, shlex.split(config.launcher_for(None)))
     assert python == f"{bin_dir}/python"
     command = sglang_version_command(python, f"{bin_dir}/sglang")
     out = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=30).stdout
