@@ -14,6 +14,7 @@ from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
 from orchestrator.model import Status
 from orchestrator.report.table import render, summary_line, term_table
+from orchestrator.settings import parse_duration
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.progress import SweepProgress
 from orchestrator.sweep.runner import SweepHooks, SweepOptions, resume_sweep, start_sweep
@@ -32,6 +33,13 @@ def sweep(
     strategy: Annotated[
         Literal["full", "pairwise"], typer.Option(help="full: every cell; pairwise: a covering array of value pairs.")
     ] = "full",
+    wait_for_host: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DURATION",
+            help="When a host goes down, wait this long (90s, 30m) for it before its remaining cells are infra.",
+        ),
+    ] = None,
 ) -> None:
     """Run every cell of a matrix on a host and print the pass/fail table."""
     console = make_console()
@@ -44,6 +52,7 @@ def sweep(
             retries=matrix.retries,
             on_infra=matrix.on_infra,
             strategy=strategy,
+            wait_for_host_s=_duration_option("--wait-for-host", wait_for_host),
         )
         with open_store(db) as store, SweepProgress(console) as progress:
             hooks = SweepHooks(
@@ -54,6 +63,7 @@ def sweep(
                     f"resume: run {run.run_id} was in flight; "
                     + ("re-attaching to it" if alive else "it is gone: its cell runs again")
                 ),
+                on_host=lambda _name, line: console.print(line, soft_wrap=True, markup=False),
             )
             if resume:
                 sweep_id = resume_sweep(store, resume, matrix, host_config, options, hooks)
@@ -84,3 +94,13 @@ def sweep(
             err=True,
         )
         raise typer.Exit(1)
+
+
+def _duration_option(option: str, value: str | None) -> float:
+    """Seconds from a DURATION option (0 when not given); a bad value is a clear error."""
+    if value is None:
+        return 0.0
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from exc

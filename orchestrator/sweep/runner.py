@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from orchestrator.config.model import HostConfig, Matrix, OnInfra
+from orchestrator.errors import TransportError
 from orchestrator.host.lock import HostLock
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.cost import Strategy
@@ -24,6 +25,7 @@ from orchestrator.store.records import RunRecord, SweepRecord, new_sweep_id
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult
 from orchestrator.sweep.execute import RunSettings
+from orchestrator.sweep.hostdown import Announce, HostWatch
 from orchestrator.sweep.preflight import Preflight, run_preflight
 from orchestrator.sweep.recover import (
     finished_runs,
@@ -35,6 +37,7 @@ from orchestrator.sweep.recover import (
 )
 from orchestrator.sweep.scheduler import Job, Scheduler
 from orchestrator.sweep.strategy import starting_cells
+from orchestrator.transport import HostBreaker
 
 EventSink = Callable[[Cell, str, Phase | None], None]
 
@@ -47,6 +50,8 @@ class SweepHooks:
     on_event: EventSink | None = None
     on_result: Callable[[AttemptResult], None] | None = None
     on_reattach: Callable[[RunRecord, bool], None] = lambda _r, _alive: None
+    on_host: Announce = lambda _host, _line: None
+    """A host went down or came back: one line, said once (not per cell)."""
 
 
 @dataclass
@@ -60,6 +65,8 @@ class SweepOptions:
     """After an infra verdict (host or orchestrator failed): go on, or stop and skip the cells left."""
     strategy: Strategy = "full"
     """`full`: every cell; `pairwise`: a strength-2 covering subset of the valid cells (the rest not run)."""
+    wait_for_host_s: float = 0.0
+    """How long to wait for a host that went down before its remaining cells are infra (0: not at all)."""
 
 
 def sweep_settings(matrix: Matrix, host: HostConfig, options: SweepOptions, scenario: str | None) -> dict[str, Any]:
@@ -85,7 +92,8 @@ def start_sweep(
 ) -> str:
     """Run a new sweep of `matrix` on `host`; returns its id."""
     cells = expand(matrix)
-    session = HostSession.open(host)
+    breaker = HostBreaker(host.name)
+    session = HostSession.open(host, breaker)
     try:
         sweep_id = new_sweep_id()
         lock = HostLock(session.transport, session.workdir, sweep_id)
@@ -113,10 +121,10 @@ def start_sweep(
             for plan in preflight.invalid:
                 record_invalid(store, sweep_id, host.name, plan)
             jobs = [Job(p, 1) for p in preflight.valid]
-            stopped = _run_jobs(store, session, host, sweep_id, matrix, options, hooks, jobs)
-            _finish(store, session, sweep_id, options, stopped)
+            stopped = _run_jobs(store, session, host, sweep_id, matrix, options, hooks, jobs, breaker)
+            _finish(store, session, sweep_id, options, stopped, breaker)
         finally:
-            lock.release()
+            release_lock(lock, breaker)
         return sweep_id
     finally:
         session.close()
@@ -129,7 +137,8 @@ def resume_sweep(
     record = store.resolve_sweep(sweep_ref)
     sweep_id = record.sweep_id
     cells = store.get_cells(sweep_id)
-    session = HostSession.open(host)
+    breaker = HostBreaker(host.name)
+    session = HostSession.open(host, breaker)
     try:
         lock = HostLock(session.transport, session.workdir, sweep_id)
         lock.acquire()
@@ -149,10 +158,10 @@ def resume_sweep(
                 if plan.cell.cell_id not in done:
                     record_invalid(store, sweep_id, host.name, plan)
             jobs = jobs_left(store, sweep_id, preflight, options.retries)
-            stopped = _run_jobs(store, session, host, sweep_id, matrix, options, hooks, jobs)
-            _finish(store, session, sweep_id, options, stopped)
+            stopped = _run_jobs(store, session, host, sweep_id, matrix, options, hooks, jobs, breaker)
+            _finish(store, session, sweep_id, options, stopped, breaker)
         finally:
-            lock.release()
+            release_lock(lock, breaker)
         return sweep_id
     finally:
         session.close()
@@ -175,11 +184,12 @@ def _run_jobs(
     options: SweepOptions,
     hooks: SweepHooks,
     jobs: list[Job],
+    breaker: HostBreaker,
 ) -> bool:
     """Run the jobs to their verdicts; True when an infra verdict stopped the sweep (on_infra: stop)."""
     scheduler = Scheduler(
         store,
-        lambda: HostSession.open(host),
+        lambda: HostSession.open(host, breaker),
         session,
         sweep_id,
         options.settings,
@@ -189,12 +199,36 @@ def _run_jobs(
         on_event=hooks.on_event,
         on_result=hooks.on_result,
         stop_on_infra=options.on_infra == "stop",
+        watch=host_watch(session, breaker, options, hooks),
     )
     scheduler.run(jobs)
     return scheduler.stopped is not None
 
 
-def _finish(store: Store, session: HostSession, sweep_id: str, options: SweepOptions, stopped: bool) -> None:
+def host_watch(session: HostSession, breaker: HostBreaker, options: SweepOptions, hooks: SweepHooks) -> HostWatch:
+    """The scheduler's view of whether `session`'s host is up (checked again with a `true` on the host)."""
+    return HostWatch(
+        session.config.name, breaker, wait_s=options.wait_for_host_s,
+        check=lambda: session.transport.run("true", timeout=10.0), announce=hooks.on_host,
+    )  # fmt: skip
+
+
+def release_lock(lock: HostLock, breaker: HostBreaker) -> None:
+    """Give the host lock back; a host that is down keeps it until the sweep is resumed (the lock is the sweep's)."""
+    try:
+        lock.release()
+    except TransportError:
+        if breaker.tripped is None:
+            raise
+
+
+def _finish(
+    store: Store, session: HostSession, sweep_id: str, options: SweepOptions, stopped: bool, breaker: HostBreaker
+) -> None:
     # A launch whose stop failed (host unreachable at the time) must not outlive the sweep.
-    reap_orphans(store, session, sweep_id, options.settings.deadlines.stop_grace)
+    try:
+        reap_orphans(store, session, sweep_id, options.settings.deadlines.stop_grace)
+    except TransportError:
+        if breaker.tripped is None:
+            raise  # the host is down: its launches are found by their run directories on `--resume`
     store.finish_sweep(sweep_id, "interrupted" if stopped else "done", time.time())
