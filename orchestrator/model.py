@@ -222,6 +222,8 @@ class Cell:
     env: dict[str, str] = field(default_factory=dict)
     install: str | None = None
     """Name of the SGLang install (environment axis) this cell runs with, if the matrix has one."""
+    host: str | None = None
+    """The pool lane (host, or `a+b` for alike hosts) this cell runs on when a pool's hosts differ (host axis)."""
 
     @property
     def label(self) -> str:
@@ -229,6 +231,8 @@ class Cell:
         parts = [f"{name}={self.flags.get(name)}" for name in self.axes if name in self.flags]
         if self.install:
             parts.insert(0, f"install={self.install}")
+        if self.host:
+            parts.insert(0, f"host={self.host}")
         return ", ".join(parts) or self.cell_id
 
     @property

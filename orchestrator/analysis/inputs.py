@@ -33,11 +33,16 @@ class CellOutcome:
     """Distinct normalised warning texts seen in the cell's log."""
     attempts: int
     passes: int
+    host: str | None = None
+    """The host of the verdict shown (a pool's host axis lane, or the host its run ran on)."""
+    passes_on: tuple[str, ...] = ()
+    fails_on: tuple[str, ...] = ()
+    """Set when the outcome depends on the host: it passed on these hosts and failed on those, every time."""
 
     @property
     def flaky(self) -> bool:
-        """Passed some attempts and failed others: neither a clean pass nor a clean failure."""
-        return self.attempts > self.passes > 0
+        """Passed some attempts and failed others on the same host: neither a clean pass nor a clean failure."""
+        return self.attempts > self.passes > 0 and not self.passes_on
 
     @property
     def canonical_flags(self) -> dict[str, FlagValue]:

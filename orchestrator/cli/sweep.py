@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
+from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host, resolve_hosts
 from orchestrator.cli.root import app
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
@@ -23,7 +23,13 @@ from orchestrator.sweep.runner import SweepHooks, SweepOptions, resume_sweep, st
 @app.command()
 def sweep(
     matrix_path: Annotated[Path, typer.Argument(metavar="MATRIX", help="The matrix YAML file.")],
-    host: Annotated[str | None, typer.Option(help="Host from hosts.yaml, or sim (default: the matrix's).")] = None,
+    host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Host from hosts.yaml, or sim (default: the matrix's). Repeat it, or name a group of hosts.yaml "
+            "(`pool: {group: [a, b]}`), to spread the cells across several hosts.",
+        ),
+    ] = None,
     scenario: Annotated[Path | None, typer.Option(help="Scenario file of the simulated host.")] = None,
     db: Annotated[Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB or ./orchestrator.db).")] = None,
     resume: Annotated[str | None, typer.Option(help="Finish this interrupted sweep instead of starting one.")] = None,
@@ -45,7 +51,9 @@ def sweep(
     console = make_console()
     with exits_on_error():
         matrix = load_matrix(matrix_path)
-        host_config = resolve_host(host or matrix.host, scenario=scenario, hosts_file=hosts_file)
+        names = host or ([matrix.host] if matrix.host else [])
+        hosts = resolve_hosts(names, scenario=scenario, hosts_file=hosts_file) if names else []
+        host_config = hosts[0] if hosts else resolve_host(None, scenario=scenario, hosts_file=hosts_file)
         options = SweepOptions(
             packed=not serial,
             settings=RunSettings(effective_deadlines(host_config, matrix), matrix.probes),
@@ -67,6 +75,10 @@ def sweep(
             )
             if resume:
                 sweep_id = resume_sweep(store, resume, matrix, host_config, options, hooks)
+            elif len(hosts) > 1:
+                from orchestrator.sweep.pool import start_pool_sweep
+
+                sweep_id = start_pool_sweep(store, matrix, hosts, options, hooks)
             else:
                 sweep_id = start_sweep(store, matrix, host_config, options, hooks)
             record = store.get_sweep(sweep_id)

@@ -39,6 +39,9 @@ def cell_outcome(result: CellResult) -> CellOutcome:
         warnings=_warnings(result),
         attempts=len(finished),
         passes=result.passes,
+        host=result.cell.host or result.host,
+        passes_on=result.passes_on,
+        fails_on=result.fails_on,
     )
 
 

@@ -113,6 +113,7 @@ def cell_to_row(sweep_id: str, position: int, cell: Cell) -> dict[str, Any]:
         "axes": json.dumps(list(cell.axes)),
         "env_names": json.dumps(sorted(cell.env)),
         "install": cell.install,
+        "host": cell.host,
     }
 
 
@@ -124,6 +125,7 @@ def cell_from_row(row: Mapping[str, Any]) -> Cell:
         axes=tuple(json.loads(row["axes"])),
         env=dict.fromkeys(json.loads(row["env_names"]), MASK),
         install=row["install"],
+        host=row.get("host"),
     )
 
 

@@ -6,7 +6,8 @@ import sqlite3
 
 from orchestrator.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the first; 2: `cells.host` (the pool lane of a cell when the host is an axis)."""
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -33,6 +34,7 @@ CREATE TABLE IF NOT EXISTS cells (
     axes      TEXT NOT NULL,
     env_names TEXT NOT NULL,
     install   TEXT,
+    host      TEXT,
     PRIMARY KEY (sweep_id, cell_id),
     UNIQUE (sweep_id, position)
 );
@@ -72,7 +74,25 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
         "COMMIT;"
     )
     (version,) = conn.execute("SELECT max(version) FROM schema_version").fetchone()
-    if version > SCHEMA_VERSION:
+    if version < SCHEMA_VERSION:
+        _migrate(conn)
+    elif version > SCHEMA_VERSION:
         raise StoreError(
             f"the store was written by a newer orchestrator (schema {version}, this one reads {SCHEMA_VERSION})"
         )
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring a store written by an older orchestrator up to date; additive only, so nothing stored changes."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        (current,) = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+        if current < 2:  # another process may have migrated it meanwhile
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(cells)")}
+            if "host" not in columns:
+                conn.execute("ALTER TABLE cells ADD COLUMN host TEXT")
+            conn.execute("INSERT INTO schema_version (version) VALUES (2)")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

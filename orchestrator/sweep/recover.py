@@ -98,14 +98,23 @@ def recover_launch(session: HostSession, run: RunRecord) -> Launch | None:
     return session.launcher.recover(spec)
 
 
-def our_pgids(store: Store, sweep_id: str) -> set[int]:
-    """Every process group this sweep ever launched."""
-    return {r.pgid for r in store.runs(sweep_id) if r.pgid is not None}
+def our_pgids(store: Store, sweep_id: str, host: str | None = None) -> set[int]:
+    """Every process group this sweep ever launched (on `host` only, when given)."""
+    return {r.pgid for r in store.runs(sweep_id) if r.pgid is not None and (host is None or r.host == host)}
 
 
-def reap_orphans(store: Store, session: HostSession, sweep_id: str, grace_s: float) -> list[int]:
-    """End the groups of this sweep's finished runs that are still alive (a stop that failed); their pgids."""
-    pairs = [(r.pgid, r.run_dir) for r in store.runs(sweep_id) if r.state not in UNFINISHED_STATES and r.pgid]
+def reap_orphans(
+    store: Store, session: HostSession, sweep_id: str, grace_s: float, *, host: str | None = None
+) -> list[int]:
+    """End the groups of this sweep's finished runs that are still alive (a stop that failed); their pgids.
+
+    `host`: only the runs on that host (a pool's other hosts have their own process tables).
+    """
+    pairs = [
+        (r.pgid, r.run_dir)
+        for r in store.runs(sweep_id)
+        if r.state not in UNFINISHED_STATES and r.pgid and (host is None or r.host == host)
+    ]
     if not pairs:
         return []
     words = [word for pgid, run_dir in pairs for word in (pgid, run_dir or "")]

@@ -96,9 +96,9 @@ class Scheduler:
                 self._sessions.append(session)
         return session
 
-    def run(self, jobs: list[Job]) -> None:
-        """Run every job (and the retries they earn) to a verdict."""
-        pending = deque(jobs)
+    def run(self, jobs: list[Job] | deque[Job]) -> None:
+        """Run every job (and the retries they earn) to a verdict; a deque is used as is (a pool's shared queue)."""
+        pending = jobs if isinstance(jobs, deque) else deque(jobs)
         width = self.main.config.gpus if self.packed else 1
         in_flight: dict[Future[AttemptResult], Job] = {}
         ports: dict[Future[AttemptResult], int] = {}
@@ -177,7 +177,8 @@ class Scheduler:
             self._record_unlaunched(job, watch.down_verdict())
 
     def _our_pgids(self) -> set[int]:
-        return {r.pgid for r in self.store.unfinished_runs(self.sweep_id) if r.pgid is not None}
+        host = self.main.config.name  # a pool's other hosts have process tables of their own
+        return {r.pgid for r in self.store.unfinished_runs(self.sweep_id) if r.pgid is not None and r.host == host}
 
     def _attempt(self, job: Job, slot: Slot) -> AttemptResult:
         return run_attempt(
