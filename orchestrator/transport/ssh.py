@@ -45,6 +45,7 @@ from orchestrator.transport.breaker import HostBreaker
 from orchestrator.transport.hostkeys import apply_host_key_policy, changed_key_error
 from orchestrator.transport.launch import EXIT_PID_FILE_EXISTS, LAUNCH_TIMEOUT_S, LaunchRequest
 from orchestrator.transport.shell import ShellCommand
+from orchestrator.transport.ssh_keys import auth_refused
 from orchestrator.transport.ssh_target import SshTarget, jump_target, resolve
 
 # Reconnect policy: read at call time, so tests may shorten it by patching these names.
@@ -369,6 +370,8 @@ class SshTransport(Transport):
                 sock.close()
                 if isinstance(exc, paramiko.BadHostKeyException):
                     raise changed_key_error(t, exc) from exc
+                if isinstance(exc, paramiko.AuthenticationException):
+                    raise auth_refused(t, exc) from exc
                 raise
             conn.transport.set_keepalive(KEEPALIVE_S)
         self._connected_once = True
