@@ -51,7 +51,7 @@ def sweep(
     console = make_console()
     with exits_on_error():
         matrix = load_matrix(matrix_path)
-        names = host or ([matrix.host] if matrix.host else [])
+        names = host or _pool_of(db, resume) or ([matrix.host] if matrix.host else [])
         hosts = resolve_hosts(names, scenario=scenario, hosts_file=hosts_file) if names else []
         host_config = hosts[0] if hosts else resolve_host(None, scenario=scenario, hosts_file=hosts_file)
         options = SweepOptions(
@@ -73,7 +73,11 @@ def sweep(
                 ),
                 on_host=lambda _name, line: console.print(line, soft_wrap=True, markup=False),
             )
-            if resume:
+            if resume and (len(hosts) > 1 or "pool" in store.resolve_sweep(resume).settings):
+                from orchestrator.sweep.pool import resume_pool_sweep
+
+                sweep_id = resume_pool_sweep(store, resume, matrix, hosts, options, hooks)
+            elif resume:
                 sweep_id = resume_sweep(store, resume, matrix, host_config, options, hooks)
             elif len(hosts) > 1:
                 from orchestrator.sweep.pool import start_pool_sweep
@@ -116,3 +120,12 @@ def _duration_option(option: str, value: str | None) -> float:
         return parse_duration(value)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint=option) from exc
+
+
+def _pool_of(db: Path | None, resume: str | None) -> list[str]:
+    """The hosts a pool sweep being resumed ran on (resumed on the same ones unless --host says otherwise)."""
+    if not resume:
+        return []
+    with open_store(db, create=False) as store:
+        pool = store.resolve_sweep(resume).settings.get("pool") or []
+    return [str(entry["name"]) for entry in pool if isinstance(entry, dict) and "name" in entry]

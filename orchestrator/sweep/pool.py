@@ -33,7 +33,14 @@ from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched
 from orchestrator.sweep.hostdown import HostWatch
 from orchestrator.sweep.plan import CellPlan
 from orchestrator.sweep.preflight import Preflight, run_preflight
-from orchestrator.sweep.recover import reap_orphans, record_invalid
+from orchestrator.sweep.recover import (
+    finished_runs,
+    jobs_left,
+    our_pgids,
+    reap_orphans,
+    record_invalid,
+    settle_in_flight,
+)
 from orchestrator.sweep.runner import SweepHooks, SweepOptions, host_watch, release_lock, sweep_settings
 from orchestrator.sweep.scheduler import Job, Scheduler
 from orchestrator.transport import HostBreaker
@@ -137,18 +144,86 @@ def start_pool_sweep(
                 if not plan.ok:
                     record_invalid(store, sweep_id, lane.members[0].name, plan)
             lane.queue.extend(Job(p, 1) for p in lane.plans if p.ok)
-        _run_lanes(store, sweep_id, matrix, lanes, options, hooks)
-        stopped = any(m.stopped for m in ready)
-        for member in ready:
-            _reap(store, member, sweep_id, options)
-        store.finish_sweep(sweep_id, "interrupted" if stopped else "done", time.time())
+        _run_and_finish(store, sweep_id, matrix, lanes, options, hooks)
         return sweep_id
     finally:
-        for member in members:
-            if member.lock is not None:
-                _quietly(lambda m=member: release_lock(m.lock, m.breaker))  # type: ignore[misc]
-            if member.session is not None:
-                member.session.close()
+        _leave(members)
+
+
+def resume_pool_sweep(
+    store: Store, sweep_ref: str, matrix: Matrix, hosts: Sequence[HostConfig], options: SweepOptions,
+    hooks: SweepHooks,
+) -> str:  # fmt: skip
+    """Finish an interrupted pool sweep: each host settles the runs that were on it, then the cells left run."""
+    record = store.resolve_sweep(sweep_ref)
+    sweep_id = record.sweep_id
+    cells = store.get_cells(sweep_id)
+    recorded: dict[str, list[str]] = record.settings.get("lanes") or {"": [h.name for h in hosts]}
+    members = [Member(h, HostBreaker(h.name)) for h in hosts]
+    try:
+        store.reopen_sweep(sweep_id)
+        _each(members, lambda m: _rejoin(store, m, sweep_id, options, hooks))
+        ready = [m for m in members if m.session is not None and m.error is None]
+        if not ready:
+            raise next(m.error for m in members if m.error is not None)
+        lanes = []
+        done = finished_runs(store, sweep_id)
+        for name, names in recorded.items():
+            mine = [c for c in cells if (c.host or "") == name]
+            lane_members = [m for m in ready if m.name in names]
+            if not lane_members or not mine:
+                continue  # no host of this lane is back: its cells keep what they have (resume again with it)
+            preflight = run_preflight(
+                lane_members[0].session, mine,  # type: ignore[arg-type]
+                our_pgids=our_pgids(store, sweep_id, lane_members[0].name),
+            )  # fmt: skip
+            lane = Lane(name, lane_key(preflight), lane_members, preflight.plans)
+            for plan in preflight.invalid:
+                if plan.cell.cell_id not in done:
+                    record_invalid(store, sweep_id, lane_members[0].name, plan)
+            lane.queue.extend(jobs_left(store, sweep_id, preflight, options.retries))
+            lanes.append(lane)
+            hooks.on_plan(preflight)
+        _run_and_finish(store, sweep_id, matrix, lanes, options, hooks)
+        return sweep_id
+    finally:
+        _leave(members)
+
+
+def _rejoin(store: Store, member: Member, sweep_id: str, options: SweepOptions, hooks: SweepHooks) -> None:
+    """Connect, take the lock again, and settle this host's runs that were in flight (re-attach or abandon)."""
+    try:
+        member.session = HostSession.open(member.config, member.breaker)
+        member.lock = HostLock(member.session.transport, member.session.workdir, sweep_id)
+        member.lock.acquire()
+        settle_in_flight(
+            store, member.session, member.open_session, sweep_id, options.settings, hooks.on_reattach,
+            hooks.on_event, host=member.name,
+        )  # fmt: skip
+        reap_orphans(store, member.session, sweep_id, options.settings.deadlines.stop_grace, host=member.name)
+    except OrchestratorError as exc:
+        member.error = exc
+        hooks.on_host(member.name, f"host {member.name} left out of the resumed pool: {exc}")
+
+
+def _run_and_finish(
+    store: Store, sweep_id: str, matrix: Matrix, lanes: list[Lane], options: SweepOptions, hooks: SweepHooks
+) -> None:
+    _run_lanes(store, sweep_id, matrix, lanes, options, hooks)
+    ready = [m for lane in lanes for m in lane.members]
+    for member in ready:
+        _reap(store, member, sweep_id, options)
+    stopped = any(m.stopped for m in ready)
+    store.finish_sweep(sweep_id, "interrupted" if stopped else "done", time.time())
+
+
+def _leave(members: list[Member]) -> None:
+    """Give every lock back (a host that is down keeps its lock for the resume) and close the connections."""
+    for member in members:
+        if member.lock is not None:
+            _quietly(lambda m=member: release_lock(m.lock, m.breaker))  # type: ignore[misc]
+        if member.session is not None:
+            member.session.close()
 
 
 def _join(member: Member, cells: list[Cell], sweep_id: str) -> None:

@@ -45,8 +45,12 @@ def settle_in_flight(
     settings: RunSettings,
     on_reattach: Callable[[RunRecord, bool], None],
     on_event: EventSink | None = None,
+    *,
+    host: str | None = None,
 ) -> None:
     """Follow in-flight launches still alive to their verdicts; abandon the rest, after stopping what is left.
+
+    `host`: only the runs that were on that host (each host of a pool settles its own).
 
     The launches alive are followed at once, each over a session of its own, as the sweep ran them:
     they hold disjoint GPUs, and one at a time would keep the others' GPUs idle through every probe.
@@ -54,6 +58,8 @@ def settle_in_flight(
     cells = {c.cell_id: c for c in store.get_cells(sweep_id)}
     alive_ones: list[tuple[Cell, str, Launch]] = []
     for run in store.unfinished_runs(sweep_id):
+        if host is not None and run.host != host:
+            continue
         launch = recover_launch(session, run)
         alive = launch is not None and session.launcher.alive(launch)
         on_reattach(run, alive)
