@@ -54,9 +54,14 @@ def two_sshd(sshd: SshdHost) -> Iterator[tuple[SshdHost, SshdHost]]:
         host.cleanup()
 
 
-def _pool_files(root: Path, sshds: tuple[SshdHost | None, SshdHost | None], gpus: int) -> tuple[Path, list[FaultHost]]:
+def _pool_files(
+    root: Path, sshds: tuple[SshdHost | None, SshdHost | None], gpus: int, decode_s: float = 0.002
+) -> tuple[Path, list[FaultHost]]:
     """A hosts.yaml with hosts a and b (each its own workdir and sim) and the group `pool`, and the matrix."""
-    members = [FaultHost(root / name, sshd=sshd, gpus=gpus, name=name) for name, sshd in zip("ab", sshds, strict=True)]
+    members = [
+        FaultHost(root / name, sshd=sshd, gpus=gpus, name=name, decode_s=decode_s)
+        for name, sshd in zip("ab", sshds, strict=True)
+    ]
     entries = {name: json.loads(fh.hosts_file.read_text())[name] for name, fh in zip("ab", members, strict=True)}
     hosts_file = root / "hosts.yaml"
     hosts_file.write_text(json.dumps({**entries, "pool": {"group": ["a", "b"]}}, indent=1))
@@ -147,3 +152,55 @@ def test_a_group_of_hosts_yaml_is_a_pool_through_the_cli(tmp_path: Path) -> None
     for c in cells:
         assert (c["status"], c["category"]) == _verdict_of(c["label"]), c
     assert "on a,b" in result.stdout and "│ host" in result.stdout.replace("┃", "│")
+
+
+def test_a_killed_pool_sweep_resumes_each_run_on_its_own_host(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    hosts_file, members = _pool_files(tmp_path, (None, None), gpus=1, decode_s=0.03)
+    db = tmp_path / "orchestrator.db"
+    base = [sys.executable, "-m", "orchestrator", "sweep", str(tmp_path / "matrix.yaml"), "--hosts", str(hosts_file),
+            "--db", str(db)]  # fmt: skip
+    try:
+        first = subprocess.Popen(
+            [*base, "--host", "a", "--host", "b"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=cli_env(), start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # until both hosts serve a launch of the sweep
+            serving = [
+                any("fired up" in log.read_text(errors="replace") for log in fh.workdir.glob("runs/r-*/server.log"))
+                for fh in members
+            ]
+            if all(serving):
+                break
+            time.sleep(0.02)
+        os.kill(first.pid, signal.SIGKILL)  # the orchestrator alone: its launches live on, as after a crash
+        first.wait(10)
+        assert all(serving), "both hosts were running a cell when the sweep was killed"
+        with Store(db) as store:
+            sweep = store.latest_sweep()
+            assert sweep is not None
+            in_flight = {r.run_id: r.host for r in store.unfinished_runs(sweep.sweep_id)}
+        assert set(in_flight.values()) == {"a", "b"}, in_flight
+        resumed = subprocess.run([*base, "--resume", sweep.sweep_id], cwd=REPO, capture_output=True, text=True,
+                                 timeout=300, env=cli_env())  # fmt: skip
+    finally:
+        for fh in members:
+            fh.reap()
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    with Store(db) as store:
+        results = store.cell_results(sweep.sweep_id)
+        runs = {r.run_id: r for r in store.runs(sweep.sweep_id)}
+        assert store.get_sweep(sweep.sweep_id).status == "done"
+    assert len(results) == 8 and all(r.status is not None for r in results)
+    for result in results:
+        assert result.status is not None and result.category is not None
+        assert (result.status.value, result.category.value) == _verdict_of(result.cell.label), result
+    for run_id, host in in_flight.items():  # each in-flight run was settled on the host it was on
+        assert runs[run_id].host == host and runs[run_id].state in ("done", "abandoned"), runs[run_id]
+    assert {r.host for r in runs.values()} == {"a", "b"}
+    assert sum(r.state == "done" for r in runs.values()) == 8, "no cell ran twice"
