@@ -204,3 +204,29 @@ def test_a_killed_pool_sweep_resumes_each_run_on_its_own_host(tmp_path: Path) ->
         assert runs[run_id].host == host and runs[run_id].state in ("done", "abandoned"), runs[run_id]
     assert {r.host for r in runs.values()} == {"a", "b"}
     assert sum(r.state == "done" for r in runs.values()) == 8, "no cell ran twice"
+
+
+def test_hosts_with_different_sglang_versions_make_the_host_an_axis(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    hosts_file, members = _pool_files(tmp_path, (None, None), gpus=4)
+    members[1].scenario.write_text(members[1].scenario.read_text().replace("version: 0.5.9", "version: 0.5.23"))
+    out = tmp_path / "out.json"
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "orchestrator", "sweep", str(tmp_path / "matrix.yaml"), "--host", "a", "--host",
+             "b", "--hosts", str(hosts_file), "--db", str(tmp_path / "o.db"), "--json-out", str(out)],
+            cwd=REPO, capture_output=True, text=True, timeout=300, env=cli_env(),
+        )  # fmt: skip
+    finally:
+        for fh in members:
+            fh.reap()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "hosts differ, so the host is an axis: a (sglang 0.5.9" in result.stdout
+    cells = json.loads(out.read_text())["cells"]
+    assert len(cells) == 16 and len({c["cell_id"] for c in cells}) == 16  # every cell on each lane
+    for c in cells:
+        lane = c["label"].split(", ")[0]
+        assert lane in ("host=a", "host=b") and c["host"] == lane.removeprefix("host="), c
+        assert (c["status"], c["category"]) == _verdict_of(c["label"].split(", ", 1)[1]), c
