@@ -146,3 +146,19 @@ def test_a_store_of_schema_1_gains_the_cell_host_column(tmp_path: Path) -> None:
         columns = {row["name"] for row in store._rows("PRAGMA table_info(cells)")}
         versions = [row["version"] for row in store._rows("SELECT version FROM schema_version")]
     assert "host" in columns and max(versions) == 2
+
+
+def test_compare_matches_each_lane_of_the_host_axis_to_the_same_lane() -> None:
+    from orchestrator.analysis.compare import compare
+
+    bad = (Status.FAIL, Phase.SAMPLED_DECODE, Category.NAN_IN_PROBS, "RuntimeError: probability tensor contains nan")
+    flags = {"attention-backend": "triton"}
+    on_a = replace(cell(flags), cell_id="ca", host="a", lane="a")
+    on_b = replace(cell(flags), cell_id="cb", host="b", lane="b")
+    before = view([on_a, on_b])
+    after = view([on_a, replace(cell(flags, bad), cell_id="cb", host="b", lane="b")])
+    result = compare(before, after)
+    assert result.matched == 2  # by lane: the same flags on the other host are another cell
+    assert [c.label for c in result.regressions] == ["host=b, attention-backend=triton"]
+    swapped = compare(before, view([replace(on_a, lane="b", host="b"), replace(on_b, lane="a", host="a")]))
+    assert swapped.matched == 2 and not swapped.regressions

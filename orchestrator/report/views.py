@@ -40,6 +40,7 @@ def cell_outcome(result: CellResult) -> CellOutcome:
         attempts=len(finished),
         passes=result.passes,
         host=result.cell.host or result.host,
+        lane=result.cell.host,
         passes_on=result.passes_on,
         fails_on=result.fails_on,
     )
