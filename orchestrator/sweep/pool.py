@@ -46,6 +46,8 @@ from orchestrator.sweep.scheduler import Job, Scheduler
 from orchestrator.transport import HostBreaker
 
 T = TypeVar("T")
+MAX_ROUNDS = 3
+"""Turns the hosts still up get at cells left queued (see _run_lanes); what even they leave is recorded."""
 
 
 @dataclass
@@ -279,7 +281,14 @@ def _run_lanes(
         scheduler.run(lane.queue)
         member.stopped = scheduler.stopped is not None
 
-    _each([(m, lane) for lane in lanes for m in lane.members], lambda pair: run(*pair), reraise=True)
+    pairs = [(m, lane) for lane in lanes for m in lane.members]
+    for _ in range(MAX_ROUNDS):
+        _each(pairs, lambda pair: run(*pair), reraise=True)
+        # A host that ended while another still ran may have missed a retry that one queued later, before it
+        # went down: the hosts still up take another turn at what is left.
+        pairs = [(m, lane) for m, lane in pairs if lane.queue and m.breaker.tripped is None and not m.stopped]
+        if not pairs:
+            break
     for lane in lanes:
         down = [m for m in lane.members if m.breaker.tripped is not None]
         while lane.queue:
