@@ -219,6 +219,13 @@ def test_hosts_with_different_sglang_versions_make_the_host_an_axis(tmp_path: Pa
              "b", "--hosts", str(hosts_file), "--db", str(tmp_path / "o.db"), "--json-out", str(out)],
             cwd=REPO, capture_output=True, text=True, timeout=300, env=cli_env(),
         )  # fmt: skip
+        assert result.returncode == 0, result.stdout + result.stderr
+        on_b = next(c for c in json.loads(out.read_text())["cells"] if c["host"] == "b" and c["status"] == "fail")
+        repro = subprocess.run(
+            [sys.executable, "-m", "orchestrator", "repro", on_b["run_id"], "--hosts", str(hosts_file), "--json",
+             "--db", str(tmp_path / "o.db")],
+            cwd=REPO, capture_output=True, text=True, timeout=300, env=cli_env(),
+        )  # fmt: skip
     finally:
         for fh in members:
             fh.reap()
@@ -230,3 +237,7 @@ def test_hosts_with_different_sglang_versions_make_the_host_an_axis(tmp_path: Pa
         lane = c["label"].split(", ")[0]
         assert lane in ("host=a", "host=b") and c["host"] == lane.removeprefix("host="), c
         assert (c["status"], c["category"]) == _verdict_of(c["label"].split(", ", 1)[1]), c
+    replay = json.loads(repro.stdout)
+    assert replay["outcome"] == "the failure reproduced", repro.stdout + repro.stderr  # re-run on b, where it ran
+    with Store(tmp_path / "o.db") as store:
+        assert store.get_run(replay["repro"]["run_id"]).host == "b"
