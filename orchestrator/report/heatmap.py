@@ -29,12 +29,20 @@ INSTALL = "install"
 
 def axis_value(result: CellResult, axis: str) -> str:
     """The value of one axis in a cell, as the map labels it."""
-    value = result.cell.install if axis == INSTALL else result.cell.flags.get(axis)
+    if axis == "host":
+        value: object = result.cell.host
+    else:
+        value = result.cell.install if axis == INSTALL else result.cell.flags.get(axis)
     if value is None:
         return MISSING
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _map_axes(results: Sequence[CellResult]) -> list[str]:
+    """The table's axis columns; the host only as an axis of the matrix (which host of a pool ran a cell is not)."""
+    return [a for a in axis_columns(results) if a != "host" or any(r.cell.host for r in results)]
 
 
 def axis_values(results: Sequence[CellResult], axis: str) -> tuple[str, ...]:
@@ -90,7 +98,7 @@ def choose_axes(
     results: Sequence[CellResult], explanation: Explanation, x: str | None = None, y: str | None = None
 ) -> tuple[str | None, str | None, str]:
     """The column and row axes, and how each was chosen; ValueError for an unknown axis."""
-    axes = axis_columns(results)
+    axes = _map_axes(results)
     for name in (x, y):
         if name is not None and name not in axes:
             raise ValueError(f"this sweep has no axis {name!r} (its axes: {', '.join(axes) or 'none'})")
@@ -116,7 +124,7 @@ def choose_axes(
 
 def layout(results: Sequence[CellResult], x: str | None, y: str | None, why: str = "") -> Layout:
     """Place every result on a grid of `x` by `y`, one facet per combination of the other varying axes."""
-    facet_axes = tuple(a for a in axis_columns(results) if a not in (x, y) and len(axis_values(results, a)) > 1)
+    facet_axes = tuple(a for a in _map_axes(results) if a not in (x, y) and len(axis_values(results, a)) > 1)
     columns = axis_values(results, x) if x else ("",)
     rows = axis_values(results, y) if y else ("",)
     facets: dict[tuple[tuple[str, str], ...], dict[tuple[str, str], int]] = {}
