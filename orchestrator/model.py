@@ -268,6 +268,8 @@ class Cell:
     env: dict[str, str] = field(default_factory=dict)
     install: str | None = None
     """Name of the SGLang install (environment axis) this cell runs with, if the matrix has one."""
+    host: str | None = None
+    """The pool lane (host, or `a+b` for alike hosts) this cell runs on when a pool's hosts differ (host axis)."""
 
     def __post_init__(self) -> None:
         # Cells rebuilt from JSON (the store, reports) carry lists where a flag has several values.
@@ -281,6 +283,8 @@ class Cell:
         parts = [f"{name}={_shown(self.flags[name])}" for name in self.axes if name in self.flags]
         if self.install:
             parts.insert(0, f"install={self.install}")
+        if self.host:
+            parts.insert(0, f"host={self.host}")
         return ", ".join(parts) or self.cell_id
 
     @property

@@ -19,12 +19,12 @@ setup_venv() {  # $1: extra to install ("" for none)
   fi
 }
 
-ensure_sshd() {  # the SSH tests need OpenSSH's sshd; install it where we can
-  if [ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null; then return 0; fi
+ensure_sshd() {  # the SSH tests need OpenSSH's sshd, and `ip` (iproute2) for the bastion's network namespaces
+  if [ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null && command -v ip >/dev/null; then return 0; fi
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "== installing openssh-server (needed by the SSH tests)"
+    echo "== installing openssh-server and iproute2 (needed by the SSH tests)"
     apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client procps >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client procps iproute2 >/dev/null
   else
     echo "warning: no sshd and cannot install it; SSH tests will fail under CI=true, skip otherwise" >&2
   fi

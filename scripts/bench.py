@@ -19,6 +19,7 @@ from typing import Any
 
 import bench_adaptive
 import bench_cli
+import bench_pool
 import bench_report as report
 from bench_env import BenchEnv, free_local_port, scenario
 from bench_naive import NaiveHost, NaiveResult
@@ -186,6 +187,8 @@ def main() -> int:
         report.make_huge_log(Path(env.huge_log))
         ours = measure_ours(env)
         naive = measure_naive(env)
+        pool = bench_pool.measure(env)
+        report.progress("ours: the demo matrix on one host and on a pool of two")
     finally:
         env.close()
     setup = report.Setup(Timing(**SWEEP_TIMING), Timing(**CRASH_TIMING), Timing(**PACK_TIMING),
@@ -193,6 +196,7 @@ def main() -> int:
     mine, theirs = report.figures(ours, naive, setup)
     report.details(ours, naive, setup, mine)
     report.print_figures(mine, theirs)
+    bench_pool.report(pool)
     for key, value in bench_cli.cli_start().items():
         print(f"{key}: {value}")
     for key, value in bench_adaptive.adaptive_cells().items():

@@ -29,7 +29,7 @@ LOGIN_USER = "orchtest"
 LOGIN_HOME = "/tmp/orchtest-home"
 
 SSHD_CONFIG = """Port {port}
-ListenAddress 127.0.0.1
+ListenAddress {listen}
 HostKey {dir}/host_ed25519
 PidFile {dir}/sshd.pid
 AuthorizedKeysFile {dir}/authorized_keys
@@ -122,8 +122,11 @@ def _free_port() -> int:
 class SshdHost:
     """One sshd listening on 127.0.0.1, with its keys and config in a temp dir of its own."""
 
-    def __init__(self, user: str) -> None:
+    def __init__(self, user: str, *, listen: str = "127.0.0.1", netns: str | None = None) -> None:
         self.user = user
+        self.listen = listen
+        self.netns = netns
+        """A network namespace of the test's own to run in (then it listens on port 22 of `listen` there)."""
         self.dir = Path(tempfile.mkdtemp(prefix="orch-sshd-"))
         self.port = 0
         self.client_key = self.dir / "client_ed25519"
@@ -135,7 +138,7 @@ class SshdHost:
     def target(self, **overrides: Any) -> SshTarget:
         """An SshTarget for this server (its own known_hosts and key; no ~/.ssh/config), fields overridable."""
         target = SshTarget(
-            "127.0.0.1", port=self.port, user=self.user, key_filename=str(self.client_key),
+            self.listen, port=self.port, user=self.user, key_filename=str(self.client_key),
             known_hosts=str(self.known_hosts), ssh_config_path=None, connect_timeout=5.0,
         )  # fmt: skip
         return dataclasses.replace(target, **overrides)
@@ -143,7 +146,8 @@ class SshdHost:
     def host_key_line(self) -> str:
         """This server's known_hosts line."""
         kind, b64 = (self.dir / "host_ed25519.pub").read_text().split()[:2]
-        return f"[127.0.0.1]:{self.port} {kind} {b64}\n"
+        name = self.listen if self.port == 22 else f"[{self.listen}]:{self.port}"
+        return f"{name} {kind} {b64}\n"
 
     def start(self, timeout: float = 5.0) -> SshdHost:
         """Generate keys (first time), write the config and start sshd; return when it listens."""
@@ -156,7 +160,7 @@ class SshdHost:
         if os.geteuid() == 0:
             os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # privilege separation dir, compiled in
         for _ in range(5):  # another process may take the free port before sshd binds it
-            self.port = self.port or _free_port()
+            self.port = self.port or (22 if self.netns else _free_port())
             if self._launch(timeout):
                 self.known_hosts.write_text(self.host_key_line())
                 return self
@@ -168,11 +172,16 @@ class SshdHost:
         # Sessions carry the test run's mark, so servers launched over SSH are ended with the run (tests/procs.py).
         mark = procs.current_mark()
         setenv = f"SetEnv {procs.MARK_ENV}={mark}\n" if mark else ""
-        config.write_text(SSHD_CONFIG.format(port=self.port, dir=self.dir, user=self.user, setenv=setenv))
+        config.write_text(
+            SSHD_CONFIG.format(port=self.port, listen=self.listen, dir=self.dir, user=self.user, setenv=setenv)
+        )
         start = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as log:
+            command = [SSHD, "-D", "-e", "-f", str(config)]
+            if self.netns:  # `ip netns exec` execs sshd: the pid stays the listener's
+                command = ["ip", "netns", "exec", self.netns, *command]
             self._proc = subprocess.Popen(
-                [SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 start_new_session=True,
             )  # fmt: skip
         procs.register(self._proc.pid, "sshd")

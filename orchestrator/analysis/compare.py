@@ -147,7 +147,9 @@ def compare(
     ignored = frozenset(canonical_name(name) for name in ignore)
     if match_install is None:
         match_install = len(a.installs) > 1 or len(b.installs) > 1
-    pairs, only_a, only_b = _match(a.cells, b.cells, ignored, match_install)
+    # Hosts as an axis on both sides: a cell on host x is matched to the same cell on host x.
+    with_lane = any(c.lane for c in a.cells) and any(c.lane for c in b.cells)
+    pairs, only_a, only_b = _match(a.cells, b.cells, ignored, (match_install, with_lane))
     buckets: dict[str, list[CellChange]] = defaultdict(list)
     ready: list[ReadyChange] = []
     for before, after in pairs:
@@ -252,7 +254,7 @@ def env_diff(a: SweepView, b: SweepView) -> dict[str, tuple[str | None, str | No
     return {n: (before.get(n), after.get(n)) for n in names if before.get(n) != after.get(n)}
 
 
-def _match_key(cell: CellOutcome, ignored: frozenset[str], with_install: bool) -> tuple[Any, ...]:
+def _match_key(cell: CellOutcome, ignored: frozenset[str], dimensions: tuple[bool, bool]) -> tuple[Any, ...]:
     # Numbers may come back from the store as strings; "8" and 8 are the same launch.
     flags = tuple(
         sorted(
@@ -261,11 +263,12 @@ def _match_key(cell: CellOutcome, ignored: frozenset[str], with_install: bool) -
             if name not in ignored
         )
     )
-    return (cell.install if with_install else None, flags)
+    with_install, with_lane = dimensions
+    return (cell.install if with_install else None, cell.lane if with_lane else None, flags)
 
 
 def _match(
-    a: tuple[CellOutcome, ...], b: tuple[CellOutcome, ...], ignored: frozenset[str], with_install: bool
+    a: tuple[CellOutcome, ...], b: tuple[CellOutcome, ...], ignored: frozenset[str], with_install: tuple[bool, bool]
 ) -> tuple[list[tuple[CellOutcome, CellOutcome]], list[CellOutcome], list[CellOutcome]]:
     pending: dict[tuple[Any, ...], list[CellOutcome]] = defaultdict(list)
     for cell in a:

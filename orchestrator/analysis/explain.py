@@ -42,6 +42,7 @@ CLEAR = 0.8
 THIN = 3
 """Fewer failing or passing cells than this make any finding a lead rather than evidence."""
 INSTALL = "install"
+HOST = "host"
 """Pseudo-flag under which the install takes part when a matrix has environments as an axis."""
 
 
@@ -156,8 +157,11 @@ def explain(view: SweepView, *, max_findings: int = 5) -> Explanation:
     tested = [c for c in view.cells if c.status in (Status.PASS, Status.FAIL, Status.INVALID)]
     flaky = tuple(c for c in tested if c.flaky)
     clean = [c for c in tested if not c.flaky]
-    with_install = len(view.installs) > 1
+    # On a pool of hosts the host is a dimension like a flag; the install a dimension when there are several.
+    with_install = (len(view.installs) > 1, len({c.host for c in view.cells}) > 1)
     passes = [_row(c, with_install) for c in clean if c.status is Status.PASS]
+    # A cell that fails on one host and passes on another counts on both sides, each with its host.
+    passes += [_row(c, with_install, host) for c in clean if c.status is Status.FAIL for host in c.passes_on]
     groups: dict[str, list[CellOutcome]] = defaultdict(list)
     for cell in clean:
         if cell.status is not Status.PASS:
@@ -175,11 +179,17 @@ def group_of(cell: CellOutcome) -> str:
     return Category.INVALID_ARGUMENT.value if cell.status is Status.INVALID else cell.category.value
 
 
-def _row(cell: CellOutcome, with_install: bool) -> Row:
+def _row(cell: CellOutcome, dimensions: tuple[bool, bool], host: str | None = None) -> Row:
     values: dict[str, FlagValue] = dict(cell.canonical_flags)
-    if with_install:
+    if dimensions[0]:
         values[INSTALL] = cell.install
-    return Row(cell.cell_id, cell.label, values, frozenset(cell.warnings))
+    label = cell.label
+    if dimensions[1]:
+        shown = host or (cell.fails_on[0] if cell.fails_on else cell.host)
+        values[HOST] = shown
+        if cell.passes_on:
+            label = f"{HOST}={shown}, {label}"
+    return Row(cell.cell_id, label, values, frozenset(cell.warnings))
 
 
 def _report(
@@ -187,14 +197,14 @@ def _report(
     cells: list[CellOutcome],
     passes: list[Row],
     flaky: Sequence[CellOutcome],
-    with_install: bool,
+    with_install: tuple[bool, bool],
     max_findings: int,
 ) -> GroupReport:
     fails = [_row(c, with_install) for c in cells]
     # A launch that died during startup never reached the code that prints later warnings, so
     # their absence is the failure's consequence, not its cause.
     absence = all(c.phase is not None and c.phase.order >= Phase.READY.order for c in cells)
-    axes = [*dict.fromkeys(canonical_name(a) for c in cells for a in c.axes), INSTALL]
+    axes = [*dict.fromkeys(canonical_name(a) for c in cells for a in c.axes), INSTALL, HOST]
     ranked = rank(fails, passes, absence=absence, prefer=axes)
     ranked = [s for s in ranked if s.separation >= MIN_LISTED][:max_findings]
     notes = _notes(category, fails, passes, ranked)
@@ -311,7 +321,7 @@ def _localised(
     report: GroupReport,
     cells: list[CellOutcome],
     passes: list[Row],
-    with_install: bool,
+    with_install: tuple[bool, bool],
     found: Localisation,
     sweep_id: str,
 ) -> GroupReport:

@@ -33,11 +33,18 @@ class CellOutcome:
     """Distinct normalised warning texts seen in the cell's log."""
     attempts: int
     passes: int
+    host: str | None = None
+    """The host of the verdict shown (a pool's host axis lane, or the host its run ran on)."""
+    lane: str | None = None
+    """The cell's own host when the host is an axis of its sweep (hosts that differ); part of what it is."""
+    passes_on: tuple[str, ...] = ()
+    fails_on: tuple[str, ...] = ()
+    """Set when the outcome depends on the host: it passed on these hosts and failed on those, every time."""
 
     @property
     def flaky(self) -> bool:
-        """Passed some attempts and failed others: neither a clean pass nor a clean failure."""
-        return self.attempts > self.passes > 0
+        """Passed some attempts and failed others on the same host: neither a clean pass nor a clean failure."""
+        return self.attempts > self.passes > 0 and not self.passes_on
 
     @property
     def canonical_flags(self) -> dict[str, FlagValue]:
@@ -51,6 +58,8 @@ class CellOutcome:
         parts = [f"{name}={flags.get(name)}" for name in map(canonical_name, self.axes)]
         if self.install:
             parts.insert(0, f"install={self.install}")
+        if self.lane:
+            parts.insert(0, f"host={self.lane}")
         return ", ".join(parts) or self.cell_id
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
+from orchestrator.config.hosts import load_groups
 from orchestrator.config.load import builtin_sim_host, load_hosts
 from orchestrator.config.model import HostConfig
 from orchestrator.errors import ConfigError, OrchestratorError
@@ -53,6 +54,16 @@ def resolve_host(name: str | None, *, scenario: Path | None, hosts_file: Path | 
     if scenario is not None:
         host = dataclasses.replace(host, scenario=str(scenario))
     return host
+
+
+def resolve_hosts(names: Sequence[str], *, scenario: Path | None, hosts_file: Path | None) -> list[HostConfig]:
+    """The hosts of a sweep: each `--host` (a host, or a group of hosts.yaml), in order, each host once."""
+    hosts_path = next((p for p in hosts_candidates(hosts_file) if p.exists()), None)
+    groups = load_groups(hosts_path) if hosts_path is not None else {}
+    if hosts_path is not None:
+        load_hosts(hosts_path)  # a broken file is reported as such, not as an unknown group member
+    wanted = [member for name in names for member in groups.get(name, [name])]
+    return [resolve_host(n, scenario=scenario, hosts_file=hosts_file) for n in dict.fromkeys(wanted)]
 
 
 def open_store(db: Path | None, *, create: bool = True) -> Store:

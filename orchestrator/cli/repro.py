@@ -65,7 +65,7 @@ def repro(
         if script:
             typer.echo(render_repro_script(original, cell, sweep), nl=False)
             return
-        host_config = repro_host(sweep, host, hosts_file)
+        host_config = repro_host(sweep, host or original.host, hosts_file)  # a pool's run: the host it ran on
         again = rerun(store, original, cell, sweep, host_config)
     code = exit_code(original.verdict, again.verdict)
     if as_json:
@@ -82,8 +82,10 @@ def _cell_of(store: Store, run: RunRecord) -> Cell:
 
 def repro_host(sweep: SweepRecord, name: str | None, hosts_file: Path | None) -> HostConfig:
     """The host to re-run on, resolved by name again (the stored config is masked); a sim keeps its scenario."""
+    settings = sweep.settings or {}
     host = resolve_host(name or sweep.host, scenario=None, hosts_file=hosts_file)
-    scenario = (sweep.settings or {}).get("scenario")
+    pool = {str(e.get("name")): e for e in settings.get("pool") or [] if isinstance(e, dict)}
+    scenario = pool[host.name].get("scenario") if host.name in pool else settings.get("scenario")
     if host.transport == "sim" and scenario:
         host = dataclasses.replace(host, scenario=str(scenario))
     return host
@@ -140,7 +142,8 @@ def rerun(store: Store, original: RunRecord, cell: Cell, sweep: SweepRecord, hos
                 started_at=time.time(),
                 host_facts=preflight.host_facts,
                 versions=preflight.versions,
-                settings={**sweep.settings, "host": host.to_dict(), "retries": 0, "repro_of": original.run_id},
+                settings={k: v for k, v in sweep.settings.items() if k not in ("pool", "lanes")}
+                | {"host": host.to_dict(), "retries": 0, "repro_of": original.run_id},
             )
         )
         store.save_cells(sweep_id, [cell])

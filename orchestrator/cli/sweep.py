@@ -16,17 +16,20 @@ from orchestrator.cli.common import (
     open_store,
     print_table,
     resolve_host,
+    resolve_hosts,
 )
 from orchestrator.cli.root import app
 from orchestrator.cli.sweep_plan import confirm_cost, not_run_lines
 from orchestrator.cli.sweep_resume import earlier_sweeps, finished_statuses, resume_command
 from orchestrator.config.load import load_matrix
-from orchestrator.config.model import effective_deadlines
+from orchestrator.config.model import HostConfig, Matrix, effective_deadlines
 from orchestrator.errors import HostBusy
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.cost import DEFAULT_MAX_HOURS
 from orchestrator.model import Status
 from orchestrator.report.table import render
+from orchestrator.settings import parse_duration
+from orchestrator.store.sqlite import Store
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.interrupt import Interrupts, SweepInterrupted, report_lines
 from orchestrator.sweep.preflight import Preflight
@@ -37,7 +40,13 @@ from orchestrator.sweep.runner import SweepHooks, SweepOptions, resume_sweep, st
 @app.command()
 def sweep(
     matrix_path: Annotated[Path, typer.Argument(metavar="MATRIX", help="The matrix YAML file.")],
-    host: Annotated[str | None, typer.Option(help="Host from hosts.yaml, or sim (default: the matrix's).")] = None,
+    host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Host from hosts.yaml, or sim (default: the matrix's). Repeat it, or name a group of hosts.yaml "
+            "(`pool: {group: [a, b]}`), to spread the cells across several hosts.",
+        ),
+    ] = None,
     scenario: Annotated[Path | None, typer.Option(help="Scenario file of the simulated host.")] = None,
     db: Annotated[Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB or ./orchestrator.db).")] = None,
     resume: Annotated[str | None, typer.Option(help="Finish this interrupted sweep instead of starting one.")] = None,
@@ -66,6 +75,13 @@ def sweep(
     retry_known_bad: Annotated[
         bool, typer.Option(help="Launch cells past sweeps proved invalid or unsupported on this host and version.")
     ] = False,
+    wait_for_host: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DURATION",
+            help="When a host goes down, wait this long (90s, 30m) for it before its remaining cells are infra.",
+        ),
+    ] = None,
 ) -> None:
     """Run every cell of a matrix on a host and print the pass/fail table."""
     console = make_console()
@@ -76,7 +92,9 @@ def sweep(
         if json_out is not None:
             check_output_file(json_out, "--json-out")  # now, not after a night of launches
         matrix = load_matrix(matrix_path)
-        host_config = resolve_host(host or matrix.host, scenario=scenario, hosts_file=hosts_file)
+        names = host or _pool_of(db, resume) or ([matrix.host] if matrix.host else [])
+        hosts = resolve_hosts(names, scenario=scenario, hosts_file=hosts_file) if names else []
+        host_config = hosts[0] if hosts else resolve_host(None, scenario=scenario, hosts_file=hosts_file)
         options = SweepOptions(
             packed=not serial,
             settings=RunSettings(effective_deadlines(host_config, matrix), matrix.probes),
@@ -85,6 +103,7 @@ def sweep(
             strategy=strategy,
             budget=budget,
             retry_known_bad=retry_known_bad,
+            wait_for_host_s=_duration_option("--wait-for-host", wait_for_host),
         )
         with open_store(db) as store:
             interrupts = Interrupts(
@@ -126,11 +145,9 @@ def sweep(
                             on_start=started,
                             on_cost=lambda cost: confirm_cost(console, cost, max_hours, yes, progress.paused),
                             on_grow=progress.on_grow,
+                            on_host=lambda _name, line: console.print(line, soft_wrap=True, markup=False),
                         )
-                        if resume:
-                            sweep_id = resume_sweep(store, resume, matrix, host_config, options, hooks)
-                        else:
-                            sweep_id = start_sweep(store, matrix, host_config, options, hooks)
+                        sweep_id = _run(store, matrix, hosts, host_config, resume, options, hooks)
                 except HostBusy as exc:
                     if not exc.run_ids:
                         raise
@@ -173,3 +190,45 @@ def sweep(
             err=True,
         )
         raise typer.Exit(1)
+
+
+def _run(
+    store: Store,
+    matrix: Matrix,
+    hosts: list[HostConfig],
+    host_config: HostConfig,
+    resume: str | None,
+    options: SweepOptions,
+    hooks: SweepHooks,
+) -> str:
+    """Start or resume the sweep: on one host, or on a pool of several."""
+    if resume and (len(hosts) > 1 or "pool" in store.resolve_sweep(resume).settings):
+        from orchestrator.sweep.pool import resume_pool_sweep
+
+        return resume_pool_sweep(store, resume, matrix, hosts, options, hooks)
+    if resume:
+        return resume_sweep(store, resume, matrix, host_config, options, hooks)
+    if len(hosts) > 1:
+        from orchestrator.sweep.pool import start_pool_sweep
+
+        return start_pool_sweep(store, matrix, hosts, options, hooks)
+    return start_sweep(store, matrix, host_config, options, hooks)
+
+
+def _duration_option(option: str, value: str | None) -> float:
+    """Seconds from a DURATION option (0 when not given); a bad value is a clear error."""
+    if value is None:
+        return 0.0
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from exc
+
+
+def _pool_of(db: Path | None, resume: str | None) -> list[str]:
+    """The hosts a pool sweep being resumed ran on (resumed on the same ones unless --host says otherwise)."""
+    if not resume:
+        return []
+    with open_store(db, create=False) as store:
+        pool = store.resolve_sweep(resume).settings.get("pool") or []
+    return [str(entry["name"]) for entry in pool if isinstance(entry, dict) and "name" in entry]

@@ -58,15 +58,17 @@ def resume_command(
     sweep_id: str,
     *,
     matrix: Path | None = None,
-    host: str | None,
+    host: str | list[str] | None,
     scenario: Path | None,
     db: Path | None,
     hosts_file: Path | None,
     serial: bool,
 ) -> str:
-    """The exact command that finishes a sweep: the same matrix (or `matrix`), host, store and inventory."""
+    """The exact command that finishes a sweep: the same matrix (or `matrix`), hosts, store and inventory."""
     words = ["orchestrator", "sweep", str(matrix or matrix_path), "--resume", sweep_id]
-    for option, value in (("--host", host), ("--scenario", scenario), ("--db", db), ("--hosts", hosts_file)):
+    for name in [host] if isinstance(host, str) else host or []:
+        words += ["--host", name]
+    for option, value in (("--scenario", scenario), ("--db", db), ("--hosts", hosts_file)):
         if value is not None:
             words += [option, str(value)]
     if serial:

@@ -73,6 +73,9 @@ def load_hosts(path: str | Path) -> dict[str, HostConfig]:
         if not HOST_NAME.match(str(name)):
             errors.append(error_at(doc, (name,), f"{name!r} is not a host name", "use letters, digits, '.', '_', '-'"))
             continue
+        if _is_group(raw):
+            errors += _group_errors(doc, str(name), raw)
+            continue
         raw = raw if raw is not None else {}
         errors += _raw_checks(doc, str(name), raw)
         try:
@@ -87,6 +90,40 @@ def load_hosts(path: str | Path) -> dict[str, HostConfig]:
     if errors:
         raise ConfigErrors(sorted(errors, key=lambda e: e.line or 0))
     return hosts
+
+
+def load_groups(path: str | Path) -> dict[str, list[str]]:
+    """The host groups of hosts.yaml (`pool: {group: [a, b]}`): name -> host names; load_hosts checks them."""
+    doc = load_yaml(path)
+    if not isinstance(doc.data, dict):
+        return {}
+    return {str(n): [str(h) for h in raw["group"]] for n, raw in doc.data.items() if _is_group(raw)}
+
+
+def _is_group(raw: object) -> bool:
+    return isinstance(raw, dict) and "group" in raw
+
+
+def _group_errors(doc: LoadedYaml, name: str, raw: dict[str, Any]) -> list[ConfigError]:
+    """A group names two or more hosts of the same file (not other groups), and nothing else."""
+    errors = [
+        error_at(doc, (name, key), f"unknown key {key!r} in host group {name!r}", "a group has only `group: [a, b]`")
+        for key in raw
+        if key != "group"
+    ]
+    members = raw["group"]
+    if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
+        fix = "write `group: [host-a, host-b]` with hosts defined in this file"
+        return [*errors, error_at(doc, (name, "group"), f"group {name!r} is not a list of host names", fix)]
+    data: dict[Any, Any] = doc.data
+    for index, member in enumerate(members):
+        if member not in data or _is_group(data[member]):
+            hosts = ", ".join(str(n) for n, r in data.items() if not _is_group(r)) or "none"
+            message = f"group {name!r} names {member!r}, which is not a host of this file (hosts: {hosts})"
+            errors.append(error_at(doc, (name, "group", index), message, "fix the name, or add that host"))
+    if len(set(members)) != len(members):
+        errors.append(error_at(doc, (name, "group"), f"group {name!r} names a host twice", "name each host once"))
+    return errors
 
 
 def _raw_checks(doc: LoadedYaml, name: str, raw: object) -> list[ConfigError]:

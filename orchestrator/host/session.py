@@ -29,7 +29,7 @@ from orchestrator.host.launcher import Launcher
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help
 from orchestrator.probe.client import ProbeClient
-from orchestrator.transport import open_transport
+from orchestrator.transport import HostBreaker, open_transport
 from orchestrator.transport.base import CommandResult, Transport
 from orchestrator.transport.shell import quote
 from orchestrator.transport.ssh_target import SshTarget
@@ -114,9 +114,9 @@ class HostSession:
         """GPU index -> when (time.monotonic) nvidia-smi last showed no process on it through this session."""
 
     @classmethod
-    def open(cls, config: HostConfig) -> HostSession:
-        """Connect to the host the config names."""
-        return cls(config, open_transport(transport_spec(config)))
+    def open(cls, config: HostConfig, breaker: HostBreaker | None = None) -> HostSession:
+        """Connect to the host the config names (`breaker`: shared by a sweep's connections to it)."""
+        return cls(config, open_transport(transport_spec(config), breaker))
 
     def close(self) -> None:
         """Close the connection (launches keep running: they are detached)."""

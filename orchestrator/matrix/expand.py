@@ -44,8 +44,10 @@ def normalized(value: FlagValue) -> bool | str | FlagList | None:
     return str(value)
 
 
-def cell_id(flags: Mapping[str, FlagValue], install: str | None = None) -> str:
-    """Stable id of a launch: 10 hex of sha256 over its canonical flags and install name.
+def cell_id(flags: Mapping[str, FlagValue], install: str | None = None, host: str | None = None) -> str:
+    """Stable id of a launch: 10 hex of sha256 over its canonical flags, install name and host lane.
+
+    `host` is set only when a pool's hosts differ and the host is an axis; without it the id is as it always was.
 
     Omitted flags (False/None) do not count, nor does key order or a renamed spelling.
     Environment values are not part of it. To match cells across installs (before/after
@@ -56,7 +58,10 @@ def cell_id(flags: Mapping[str, FlagValue], install: str | None = None) -> str:
         text = normalized(canonical_value(name, value))
         if text is not None:
             canonical[canonical_name(name)] = text
-    payload = json.dumps({"flags": canonical, "install": install}, sort_keys=True, separators=(",", ":"))
+    key: dict[str, object] = {"flags": canonical, "install": install}
+    if host:
+        key["host"] = host
+    payload = json.dumps(key, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()[:10]
 
 

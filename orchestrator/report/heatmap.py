@@ -31,6 +31,8 @@ INSTALL = "install"
 
 def axis_value(result: CellResult, axis: str) -> str:
     """The value of one axis in a cell, as the map labels it."""
+    if axis == "host":
+        return _label(result.cell.host)
     return _label(result.cell.install if axis == INSTALL else result.cell.flags.get(axis))
 
 
@@ -40,6 +42,11 @@ def _label(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _map_axes(results: Sequence[CellResult]) -> list[str]:
+    """The table's axis columns; the host only as an axis of the matrix (which host of a pool ran a cell is not)."""
+    return [a for a in axis_columns(results) if a != "host" or any(r.cell.host for r in results)]
 
 
 def axis_values(results: Sequence[CellResult], axis: str) -> tuple[str, ...]:
@@ -135,14 +142,14 @@ def choose_axes(
     allowed: Sequence[str] | None = None,
 ) -> tuple[str | None, str | None, str]:
     """The column and row axes (among `allowed` unless named), and how each was chosen; ValueError for unknown axes."""
-    axes = axis_columns(results)
+    axes = _map_axes(results)
     for name in (x, y):
         if name is not None and name not in axes:
             raise ValueError(f"this sweep has no axis {name!r} (its axes: {', '.join(axes) or 'none'})")
     if x is not None and x == y:
         raise ValueError(f"--x and --y are both {x!r}: pick two different axes")
     reasons = {a: option for a, option in ((x, "--x"), (y, "--y")) if a is not None}
-    candidates = [a for a in axes if allowed is None or a in allowed or a == INSTALL] or axes
+    candidates = [a for a in axes if allowed is None or a in allowed or a in (INSTALL, "host")] or axes
     varying = [a for a in candidates if len(axis_values(results, a)) > 1]
     named = _explained_axes(explanation, varying)
     by_size = sorted(varying, key=lambda a: -len(axis_values(results, a)))
@@ -171,14 +178,15 @@ def layout(
 ) -> Layout:
     """Place every result on a grid of `x` by `y`, one facet per combination of the other varying axes.
 
-    `allowed` limits the facet axes (to the matrix's own); the results at `beside` are left off the grids.
+    `allowed` limits the facet axes (to the matrix's own, the install and the host); the results at
+    `beside` are left off the grids.
     """
     placed = [r for i, r in enumerate(results) if i not in beside] or list(results)
     facet_axes = tuple(
         a
-        for a in axis_columns(placed)
+        for a in _map_axes(placed)
         if a not in (x, y)
-        and (allowed is None or a in allowed or a == INSTALL)
+        and (allowed is None or a in allowed or a in (INSTALL, "host"))
         and len(axis_values(placed, a)) > 1
     )
     columns = axis_values(placed, x) if x else ("",)

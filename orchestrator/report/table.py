@@ -60,14 +60,19 @@ def summary_line(results: Sequence[CellResult]) -> str:
 
 
 def axis_columns(results: Sequence[CellResult]) -> list[str]:
-    """The columns that tell cells apart: `install` when any cell has one, then every axis in matrix order."""
-    names = ["install"] if any(r.cell.install for r in results) else []
+    """The columns that tell cells apart: `host` on a pool of hosts, `install` when any cell has one, then every
+    axis in matrix order."""
+    pooled = any(r.cell.host for r in results) or len({h for r in results for h in r.hosts}) > 1
+    names = ["host"] if pooled else []
+    names += ["install"] if any(r.cell.install for r in results) else []
     for result in results:
         names.extend(a for a in result.cell.axes if a not in names)
     return names
 
 
 def _axis_value(result: CellResult, name: str) -> FlagValue:
+    if name == "host":  # the host axis's lane, else the host the shown run ran on
+        return result.cell.host or ",".join(result.hosts) or None
     return result.cell.install if name == "install" else result.cell.flags.get(name)
 
 
@@ -83,6 +88,8 @@ def status_text(result: CellResult) -> str:
     """The status as the human tables show it."""
     if result.status is None:
         return "unfinished" if result.unfinished_run_id else "not run"
+    if result.passes_on:
+        return f"{result.status.value} on {', '.join(result.fails_on)} (passes on {', '.join(result.passes_on)})"
     return f"{result.status.value} (flaky)" if result.flaky else result.status.value
 
 

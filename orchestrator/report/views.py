@@ -39,6 +39,10 @@ def cell_outcome(result: CellResult) -> CellOutcome:
         warnings=_warnings(result),
         attempts=len(finished),
         passes=result.passes,
+        host=result.cell.host or result.host,
+        lane=result.cell.host,
+        passes_on=result.passes_on,
+        fails_on=result.fails_on,
     )
 
 

@@ -117,6 +117,7 @@ def cell_to_row(sweep_id: str, position: int, cell: Cell, origin: str | None = N
         "env_names": json.dumps(sorted(cell.env)),
         "install": cell.install,
         "origin": origin,
+        "host": cell.host,
     }
 
 
@@ -128,6 +129,7 @@ def cell_from_row(row: Mapping[str, Any]) -> Cell:
         axes=tuple(json.loads(row["axes"])),
         env=dict.fromkeys(json.loads(row["env_names"]), MASK),
         install=row["install"],
+        host=row.get("host"),
     )
 
 

@@ -6,6 +6,8 @@ Rules (pure, so the table, the JSON contract and `--resume` agree):
 - The cell's status is its last run's, unless both a pass and a fail occur among its runs: then the cell
   is `fail` and `flaky`, and the row shows the latest failing run, so `repro` of its `run_id` replays the
   failure the row names. Deterministic failures keep `flaky` false.
+- On a pool of hosts, a cell whose runs pass on one host and fail on another, each host agreeing with itself,
+  is not flaky: it is `fail` with `passes_on`/`fails_on` naming the hosts (the row shows the failing run).
 - A cell needs (another) run when it has no finished run, or its last run failed (`fail` or `infra`), it is
   not already known to be flaky, and it has used fewer than 1 + retries_allowed attempts.
 """
@@ -16,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.model import Category, Cell, Phase, Status
+from orchestrator.model import Category, Cell, Phase, Status, Verdict
 from orchestrator.store.records import UNFINISHED_STATES, RunRecord
 
 _RETRYABLE = (Status.FAIL, Status.INFRA)
@@ -43,6 +45,13 @@ class CellResult:
     unfinished_run_id: str | None = None
     """A run written but not finished (pending or launched): in flight, or cut off by an interruption."""
     needs_run: bool = True
+    host: str | None = None
+    """The host of the run the row shows."""
+    hosts: tuple[str, ...] = ()
+    """Every host the cell's finished runs ran on, in order."""
+    passes_on: tuple[str, ...] = ()
+    fails_on: tuple[str, ...] = ()
+    """Set when the outcome depends on the host: it passed on these and failed on those, every time."""
 
     @property
     def attempts(self) -> int:
@@ -73,6 +82,10 @@ class CellResult:
             "runs": self.attempts,
             "flaky": self.flaky,
             "reason": self.reason,
+            "host": self.host,
+            "hosts": list(self.hosts),
+            "passes_on": list(self.passes_on),
+            "fails_on": list(self.fails_on),
         }
 
 
@@ -86,8 +99,10 @@ def aggregate(cell: Cell, runs: Iterable[RunRecord], retries_allowed: int = 0) -
     if not done:
         return CellResult(cell=cell, runs=(), status=None, unfinished_run_id=unfinished)
     statuses = [v.status for _, v in done]
-    flaky = Status.PASS in statuses and Status.FAIL in statuses
-    shown, verdict = next(d for d in reversed(done) if d[1].status is Status.FAIL) if flaky else done[-1]
+    mixed = Status.PASS in statuses and Status.FAIL in statuses
+    passes_on, fails_on = _host_split(done) if mixed else ((), ())
+    flaky = mixed and not passes_on
+    shown, verdict = next(d for d in reversed(done) if d[1].status is Status.FAIL) if mixed else done[-1]
     last = statuses[-1]
     return CellResult(
         cell=cell,
@@ -102,5 +117,22 @@ def aggregate(cell: Cell, runs: Iterable[RunRecord], retries_allowed: int = 0) -
         run_id=shown.run_id,
         flaky=flaky,
         unfinished_run_id=unfinished,
-        needs_run=last in _RETRYABLE and not flaky and len(done) < 1 + max(0, retries_allowed),
+        needs_run=last in _RETRYABLE and not mixed and len(done) < 1 + max(0, retries_allowed),
+        host=shown.host,
+        hosts=tuple(dict.fromkeys(r.host for r, _ in done)),
+        passes_on=passes_on,
+        fails_on=fails_on,
     )
+
+
+def _host_split(done: list[tuple[RunRecord, Verdict]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(hosts it passed on, hosts it failed on) when each host's runs agree; else ((), ()), which is flaky."""
+    by_host: dict[str, set[Status]] = {}
+    for run, verdict in done:
+        if verdict.status in (Status.PASS, Status.FAIL):
+            by_host.setdefault(run.host, set()).add(verdict.status)
+    if any(len(seen) > 1 for seen in by_host.values()):
+        return (), ()
+    passes = tuple(h for h, seen in by_host.items() if Status.PASS in seen)
+    fails = tuple(h for h, seen in by_host.items() if Status.FAIL in seen)
+    return (passes, fails) if passes and fails else ((), ())

@@ -6,8 +6,9 @@ import sqlite3
 
 from orchestrator.errors import StoreError
 
-SCHEMA_VERSION = 2
-"""1: the first release. 2: cells.origin (which step of the plan added a cell), runs by cell (past verdicts)."""
+SCHEMA_VERSION = 3
+"""1: the first release. 2: cells.origin (which step of the plan added a cell), runs by cell (past verdicts).
+3: cells.host (the pool lane of a cell when the host is an axis)."""
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -35,6 +36,7 @@ CREATE TABLE IF NOT EXISTS cells (
     env_names TEXT NOT NULL,
     install   TEXT,
     origin    TEXT,
+    host      TEXT,
     PRIMARY KEY (sweep_id, cell_id),
     UNIQUE (sweep_id, position)
 );
@@ -68,6 +70,7 @@ CREATE INDEX IF NOT EXISTS runs_by_cell ON runs (cell_id, state);
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE cells ADD COLUMN origin TEXT",),
+    3: ("ALTER TABLE cells ADD COLUMN host TEXT",),
 }
 """Version -> the statements that bring a store of the version before it up to it (additive only)."""
 

@@ -48,8 +48,12 @@ def settle_in_flight(
     settings: RunSettings,
     on_reattach: Callable[[RunRecord, bool], None],
     on_event: EventSink | None = None,
+    *,
+    host: str | None = None,
 ) -> None:
     """Follow in-flight launches still alive to their verdicts; abandon the rest, after stopping what is left.
+
+    `host`: only the runs that were on that host (each host of a pool settles its own).
 
     The launches alive are followed at once, each over a session of its own, as the sweep ran them:
     they hold disjoint GPUs, and one at a time would keep the others' GPUs idle through every probe.
@@ -57,6 +61,8 @@ def settle_in_flight(
     cells = {c.cell_id: c for c in store.get_cells(sweep_id)}
     alive_ones: list[tuple[Cell, str, Launch]] = []
     for run in store.unfinished_runs(sweep_id):
+        if host is not None and run.host != host:
+            continue
         launch = recover_launch(session, run)
         alive = launch is not None and session.launcher.alive(launch)
         on_reattach(run, alive)
@@ -110,14 +116,23 @@ def cell_api_key(cell: Cell, environ: Mapping[str, str]) -> str | None:
     return ref.resolve(environ) if isinstance(ref, SecretRef) else None
 
 
-def our_pgids(store: Store, sweep_id: str) -> set[int]:
-    """Every process group this sweep ever launched."""
-    return {r.pgid for r in store.runs(sweep_id) if r.pgid is not None}
+def our_pgids(store: Store, sweep_id: str, host: str | None = None) -> set[int]:
+    """Every process group this sweep ever launched (on `host` only, when given)."""
+    return {r.pgid for r in store.runs(sweep_id) if r.pgid is not None and (host is None or r.host == host)}
 
 
-def reap_orphans(store: Store, session: HostSession, sweep_id: str, grace_s: float) -> list[int]:
-    """End the groups of this sweep's finished runs that are still alive (a stop that failed); their pgids."""
-    pairs = [(r.pgid, r.run_dir) for r in store.runs(sweep_id) if r.state not in UNFINISHED_STATES and r.pgid]
+def reap_orphans(
+    store: Store, session: HostSession, sweep_id: str, grace_s: float, *, host: str | None = None
+) -> list[int]:
+    """End the groups of this sweep's finished runs that are still alive (a stop that failed); their pgids.
+
+    `host`: only the runs on that host (a pool's other hosts have their own process tables).
+    """
+    pairs = [
+        (r.pgid, r.run_dir)
+        for r in store.runs(sweep_id)
+        if r.state not in UNFINISHED_STATES and r.pgid and (host is None or r.host == host)
+    ]
     if not pairs:
         return []
     words = [word for pgid, run_dir in pairs for word in (pgid, run_dir or "")]

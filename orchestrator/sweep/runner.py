@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from orchestrator.config.model import HostConfig, Matrix, OnInfra
+from orchestrator.errors import TransportError
 from orchestrator.host.lock import HostLock
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.cost import Estimate, Strategy, default_strategy
@@ -26,6 +27,7 @@ from orchestrator.sweep.agreement import review_answers
 from orchestrator.sweep.cell_run import AttemptResult
 from orchestrator.sweep.costing import LaunchCost, launch_estimate
 from orchestrator.sweep.execute import RunSettings
+from orchestrator.sweep.hostdown import Announce, HostWatch
 from orchestrator.sweep.known_bad import Proof
 from orchestrator.sweep.plan_steps import Launcher, adapt, adaptive_budget, proofs_for
 from orchestrator.sweep.preflight import Preflight, run_preflight
@@ -39,6 +41,7 @@ from orchestrator.sweep.recover import (
 )
 from orchestrator.sweep.scheduler import Job, Scheduler
 from orchestrator.sweep.strategy import starting_cells
+from orchestrator.transport import HostBreaker
 
 EventSink = Callable[[Cell, str, Phase | None], None]
 
@@ -57,6 +60,8 @@ class SweepHooks:
     """The plan's cost, before anything is launched or stored; raising (CostRefused) cancels the sweep."""
     on_grow: Callable[[list[Cell], str], None] = lambda _cells, _why: None
     """The plan grew (localisation picked cells, or a fuller resume added the rest)."""
+    on_host: Announce = lambda _host, _line: None
+    """A host went down or came back: one line, said once (not per cell)."""
 
 
 @dataclass
@@ -76,6 +81,8 @@ class SweepOptions:
     """Adaptive: the most cells launched in all (None: strategy.default_budget)."""
     retry_known_bad: bool = False
     """Launch cells that past sweeps proved bad on this host, version and GPU (else they are skipped)."""
+    wait_for_host_s: float = 0.0
+    """How long to wait for a host that went down before its remaining cells are infra (0: not at all)."""
 
 
 def sweep_settings(matrix: Matrix, host: HostConfig, options: SweepOptions, scenario: str | None) -> dict[str, Any]:
@@ -102,7 +109,8 @@ def start_sweep(
 ) -> str:
     """Run a new sweep of `matrix` on `host`; returns its id."""
     cells = expand(matrix)
-    session = HostSession.open(host)
+    breaker = HostBreaker(host.name)
+    session = HostSession.open(host, breaker)
     try:
         sweep_id = new_sweep_id()
         lock = HostLock(session.transport, session.workdir, sweep_id)
@@ -138,14 +146,14 @@ def start_sweep(
             hooks.on_start(sweep_id)
             for plan in start.invalid:
                 record_invalid(store, sweep_id, host.name, plan)
-            run_jobs = jobs_runner(store, session, host, sweep_id, matrix, options, hooks)
+            run_jobs = jobs_runner(store, session, host, sweep_id, matrix, options, hooks, breaker)
             run = Launcher(store, sweep_id, host.name, hooks.on_result, proofs, run_jobs)
             stopped = run([Job(p, 1) for p in start.valid])
             if strategy == "adaptive" and not stopped:
                 stopped = adapt(store, sweep_id, matrix.retries, preflight, budget or 0, run, hooks.on_grow)
-            _finish(store, session, sweep_id, options, stopped)
+            _finish(store, session, sweep_id, options, stopped, breaker)
         finally:
-            lock.release()
+            release_lock(lock, breaker)
         return sweep_id
     finally:
         session.close()
@@ -164,7 +172,8 @@ def resume_sweep(
     stored: Strategy = record.settings.get("strategy") or "full"
     strategy = options.strategy or stored
     options = replace(options, strategy=strategy)
-    session = HostSession.open(host)
+    breaker = HostBreaker(host.name)
+    session = HostSession.open(host, breaker)
     try:
         lock = HostLock(session.transport, session.workdir, sweep_id)
         lock.acquire()
@@ -215,14 +224,14 @@ def resume_sweep(
             for plan in preflight.invalid:
                 if plan.cell.cell_id not in done:
                     record_invalid(store, sweep_id, host.name, plan)
-            run_jobs = jobs_runner(store, session, host, sweep_id, matrix, options, hooks)
+            run_jobs = jobs_runner(store, session, host, sweep_id, matrix, options, hooks, breaker)
             run = Launcher(store, sweep_id, host.name, hooks.on_result, proofs, run_jobs)
             stopped = run(jobs)
             if budget is not None and not stopped:
                 stopped = adapt(store, sweep_id, matrix.retries, full_preflight, budget, run, hooks.on_grow)
-            _finish(store, session, sweep_id, options, stopped)
+            _finish(store, session, sweep_id, options, stopped, breaker)
         finally:
-            lock.release()
+            release_lock(lock, breaker)
         return sweep_id
     finally:
         session.close()
@@ -250,9 +259,10 @@ def jobs_runner(
     matrix: Matrix,
     options: SweepOptions,
     hooks: SweepHooks,
+    breaker: HostBreaker,
 ) -> Callable[[list[Job]], bool]:
     """Jobs to verdicts on this sweep's host, as one call (what the known-bad filter and localisation use)."""
-    return lambda jobs: _run_jobs(store, session, host, sweep_id, matrix, options, hooks, jobs)
+    return lambda jobs: _run_jobs(store, session, host, sweep_id, matrix, options, hooks, jobs, breaker)
 
 
 def launch_estimate_for(
@@ -281,11 +291,12 @@ def _run_jobs(
     options: SweepOptions,
     hooks: SweepHooks,
     jobs: list[Job],
+    breaker: HostBreaker,
 ) -> bool:
     """Run the jobs to their verdicts; True when an infra verdict stopped the sweep (on_infra: stop)."""
     scheduler = Scheduler(
         store,
-        lambda: HostSession.open(host),
+        lambda: HostSession.open(host, breaker),
         session,
         sweep_id,
         options.settings,
@@ -295,14 +306,38 @@ def _run_jobs(
         on_event=hooks.on_event,
         on_result=hooks.on_result,
         stop_on_infra=options.on_infra == "stop",
+        watch=host_watch(session, breaker, options, hooks),
     )
     scheduler.run(jobs)
     return scheduler.stopped is not None
 
 
-def _finish(store: Store, session: HostSession, sweep_id: str, options: SweepOptions, stopped: bool) -> None:
+def host_watch(session: HostSession, breaker: HostBreaker, options: SweepOptions, hooks: SweepHooks) -> HostWatch:
+    """The scheduler's view of whether `session`'s host is up (checked again with a `true` on the host)."""
+    return HostWatch(
+        session.config.name, breaker, wait_s=options.wait_for_host_s,
+        check=lambda: session.transport.run("true", timeout=10.0), announce=hooks.on_host,
+    )  # fmt: skip
+
+
+def release_lock(lock: HostLock, breaker: HostBreaker) -> None:
+    """Give the host lock back; a host that is down keeps it until the sweep is resumed (the lock is the sweep's)."""
+    try:
+        lock.release()
+    except TransportError:
+        if breaker.tripped is None:
+            raise
+
+
+def _finish(
+    store: Store, session: HostSession, sweep_id: str, options: SweepOptions, stopped: bool, breaker: HostBreaker
+) -> None:
     # A launch whose stop failed (host unreachable at the time) must not outlive the sweep.
-    reap_orphans(store, session, sweep_id, options.settings.deadlines.stop_grace)
+    try:
+        reap_orphans(store, session, sweep_id, options.settings.deadlines.stop_grace)
+    except TransportError:
+        if breaker.tripped is None:
+            raise  # the host is down: its launches are found by their run directories on `--resume`
     # Only across the whole sweep does an answer that reads well show as wrong: it disagrees with the rest.
     review_answers(store, sweep_id, options.settings.probes)
     store.finish_sweep(sweep_id, "interrupted" if stopped else "done", time.time())

@@ -11,18 +11,20 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from orchestrator.classify.unlaunched import gpus_unavailable_verdict, skipped_verdict
 from orchestrator.config.model import Matrix
+from orchestrator.errors import TransportError
 from orchestrator.host.facts import GpuHolder
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status, Verdict
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched, run_attempt
 from orchestrator.sweep.execute import RunSettings
+from orchestrator.sweep.hostdown import HostWatch
 from orchestrator.sweep.plan import CellPlan, GpuPool
 from orchestrator.sweep.preflight import describe_holders
 
@@ -57,6 +59,8 @@ class Scheduler:
         on_event: EventSink | None = None,
         on_result: Callable[[AttemptResult], None] | None = None,
         stop_on_infra: bool = False,
+        watch: HostWatch | None = None,
+        shared: bool = False,
     ):
         self.store = store
         self.open_session = open_session
@@ -69,6 +73,11 @@ class Scheduler:
         self.on_event = on_event
         self.on_result = on_result
         self.stop_on_infra = stop_on_infra
+        self.watch = watch
+        """The host's breaker: once the host is down, its cells are infra at once (or wait, see hostdown.py)."""
+        self.shared = shared
+        """The job queue is shared with the schedulers of other hosts (a pool): a host that is down leaves
+        its jobs to them instead of recording them infra."""
         self.stopped: AttemptResult | None = None
         """The infra result that stopped the sweep (stop_on_infra): nothing starts after it."""
         self.pool = GpuPool(main.config.gpus)
@@ -87,20 +96,29 @@ class Scheduler:
                 self._sessions.append(session)
         return session
 
-    def run(self, jobs: list[Job]) -> None:
-        """Run every job (and the retries they earn) to a verdict."""
-        pending = deque(jobs)
+    def run(self, jobs: list[Job] | deque[Job]) -> None:
+        """Run every job (and the retries they earn) to a verdict; a deque is used as is (a pool's shared queue)."""
+        pending = jobs if isinstance(jobs, deque) else deque(jobs)
         width = self.main.config.gpus if self.packed else 1
         in_flight: dict[Future[AttemptResult], Job] = {}
         ports: dict[Future[AttemptResult], int] = {}
         try:
             with ThreadPoolExecutor(max_workers=max(1, width), thread_name_prefix="cell") as executor:
                 while pending or in_flight:
-                    if self.stopped is None:
-                        self._start_fitting(pending, in_flight, ports, executor, width)
-                    else:
+                    if self.stopped is not None:
                         self._skip(pending, self.stopped)
+                    elif self.watch is not None and not self.watch.up():
+                        if not self.shared:
+                            self._refuse_host_down(pending, self.watch)
+                        elif not in_flight:
+                            break  # the pool's other hosts run what is left
+                    else:
+                        self._start_fitting(pending, in_flight, ports, executor, width)
                     if not in_flight:
+                        if self.shared:
+                            if any(j.plan.cell.tp_size <= len(self.pool.free) for j in list(pending)):
+                                continue  # lost a job to another host of the pool: try the next one
+                            break  # what no host of the pool can run is refused by the pool, once every host ends
                         self._refuse_unrunnable(pending)
                         continue
                     done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
@@ -123,24 +141,44 @@ class Scheduler:
         taking: set[int] = set()
         holders = _Holders(lambda: self.main.gpu_holders(self._our_pgids(), set(self.pool.free) | taking))
         starts: list[tuple[Job, tuple[int, ...]]] = []
-        for job in list(pending):
-            if len(in_flight) + len(starts) >= width:
-                break
-            gpus = self._take_unheld(job.plan.cell.tp_size, holders, taking)
-            if gpus is None:
-                continue
-            pending.remove(job)
-            starts.append((job, gpus))
-        if not starts:
-            return
-        # One host command for all the ports of this round, spaced from each other and from those in use.
-        for (job, gpus), port in zip(starts, self.main.free_ports(len(starts), set(ports.values())), strict=True):
+        try:
+            for job in list(pending):
+                if len(in_flight) + len(starts) >= width:
+                    break
+                gpus = self._take_unheld(job.plan.cell.tp_size, holders, taking)
+                if gpus is None:
+                    continue
+                if not _claim(pending, job):  # another host of the pool took it first
+                    self.pool.give_back(gpus)
+                    continue
+                starts.append((job, gpus))
+            if not starts:
+                return
+            # One host command for all the ports of this round, spaced from each other and from those in use.
+            chosen = self.main.free_ports(len(starts), set(ports.values()))
+        except TransportError:
+            self._put_back(pending, starts)
+            if self.watch is None or self.watch.breaker.tripped is None:
+                raise
+            return  # the host went down: the next round sees it
+        for (job, gpus), port in zip(starts, chosen, strict=True):
             future = executor.submit(self._attempt, job, Slot(gpus, port))
             in_flight[future] = job
             ports[future] = port
 
+    def _put_back(self, pending: deque[Job], starts: list[tuple[Job, tuple[int, ...]]]) -> None:
+        for job, gpus in reversed(starts):
+            pending.appendleft(job)
+            self.pool.give_back(gpus)
+
+    def _refuse_host_down(self, pending: deque[Job], watch: HostWatch) -> None:
+        """The host is down (and not waited for any longer): every cell still waiting is infra, at once."""
+        for job in _drain(pending):
+            self._record_unlaunched(job, watch.down_verdict())
+
     def _our_pgids(self) -> set[int]:
-        return {r.pgid for r in self.store.unfinished_runs(self.sweep_id) if r.pgid is not None}
+        host = self.main.config.name  # a pool's other hosts have process tables of their own
+        return {r.pgid for r in self.store.unfinished_runs(self.sweep_id) if r.pgid is not None and r.host == host}
 
     def _attempt(self, job: Job, slot: Slot) -> AttemptResult:
         return run_attempt(
@@ -170,8 +208,8 @@ class Scheduler:
             f"not launched: the sweep stopped (on_infra: stop) after an infra failure of "
             f"{cause.cell.label or cause.cell.cell_id}: {cause.verdict.reason}"
         )
-        while pending:
-            self._record_unlaunched(pending.popleft(), skipped_verdict(reason))
+        for job in _drain(pending):
+            self._record_unlaunched(job, skipped_verdict(reason))
 
     def _take_unheld(self, count: int, holders: _Holders, taking: set[int]) -> tuple[int, ...] | None:
         """Free GPUs that no foreign process holds; GPUs a foreign process took mid-sweep leave the pool."""
@@ -179,7 +217,12 @@ class Scheduler:
             taking.update(gpus)
             if self._seen_free(gpus):
                 return gpus
-            held = [h for h in holders.on(gpus) if not h.ours]
+            try:
+                found = holders.on(gpus)
+            except TransportError:
+                self.pool.give_back(gpus)
+                raise
+            held = [h for h in found if not h.ours]
             if not held:
                 return gpus
             # Never killed: the cells that cannot fit without these GPUs are reported with the holders.
@@ -209,6 +252,24 @@ class Scheduler:
         run_id = record_unlaunched(self.store, self.sweep_id, self.main.config.name, job.plan.cell, verdict)
         if self.on_result:
             self.on_result(AttemptResult(job.plan.cell, run_id, verdict, Slot((), 0), True))
+
+
+def _claim(pending: deque[Job], job: Job) -> bool:
+    """Take `job` out of the queue; False when another host's scheduler took it first (a pool shares it)."""
+    try:
+        pending.remove(job)
+    except ValueError:
+        return False
+    return True
+
+
+def _drain(pending: deque[Job]) -> Iterator[Job]:
+    """Every job left in the queue, each taken out once even while other hosts' schedulers share it."""
+    while True:
+        try:
+            yield pending.popleft()
+        except IndexError:
+            return
 
 
 class _Holders:

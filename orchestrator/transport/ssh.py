@@ -26,6 +26,7 @@ from tenacity import (
     Retrying,
     retry_if_exception,
     retry_if_result,
+    stop_after_attempt,
     stop_after_delay,
     wait_exponential,
     wait_fixed,
@@ -40,15 +41,19 @@ from orchestrator.errors import (
     TransportError,
 )
 from orchestrator.transport.base import CommandResult, Transport, check_byte_range, map_transport_errors
+from orchestrator.transport.breaker import HostBreaker
 from orchestrator.transport.hostkeys import apply_host_key_policy, changed_key_error
 from orchestrator.transport.launch import EXIT_PID_FILE_EXISTS, LAUNCH_TIMEOUT_S, LaunchRequest
 from orchestrator.transport.shell import ShellCommand
+from orchestrator.transport.ssh_keys import auth_refused
 from orchestrator.transport.ssh_target import SshTarget, jump_target, resolve
 
 # Reconnect policy: read at call time, so tests may shorten it by patching these names.
-# By time, not by attempts: an sshd restart takes seconds, and five quick attempts (0.75 s) gave up on it.
-RETRY_STOP = stop_after_delay(20.0)
-RETRY_WAIT = wait_exponential(multiplier=0.05, max=2.0)
+# Bounded attempts with a short backoff: 0.25, 0.5, 1, 2, 2 s between them rides out an sshd restart
+# (a few seconds) yet gives a dead host up within about 6 s; the host's breaker then fails the rest at once.
+RETRY_ATTEMPTS = 6
+RETRY_STOP = stop_after_attempt(RETRY_ATTEMPTS)
+RETRY_WAIT = wait_exponential(multiplier=0.25, max=2.0)
 # How long a recovered launch may take to write its pid into the pid file it has claimed.
 PID_WAIT_STOP = stop_after_delay(5.0)
 PID_WAIT = wait_fixed(0.01)
@@ -81,9 +86,13 @@ class _NotSent(ConnectionLost):
 class SshTransport(Transport):
     """One host over SSH; the connection is opened on first use and reused until closed."""
 
-    def __init__(self, target: SshTarget, *, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self, target: SshTarget, *, sleep: Callable[[float], None] = time.sleep, breaker: HostBreaker | None = None
+    ) -> None:
         self.target = resolve(target)
         self._sleep = sleep
+        self._breaker = breaker
+        """Shared by every connection of a sweep to this host: one that gives up declares the host down."""
         self._conn: Any = None  # fabric.Connection (untyped)
         self._sftp_client: paramiko.SFTPClient | None = None
         self._lock = threading.RLock()
@@ -165,6 +174,8 @@ class SshTransport(Transport):
 
         Raises paramiko.ChannelException when nothing listens there; the tunnel maps that itself.
         """
+        if self._breaker is not None and self._breaker.refusing:
+            raise self._breaker.refuse(f"{self.describe()}: open a channel to {host}:{port}")
         transport: paramiko.Transport = self._connection().transport
         return transport.open_channel("direct-tcpip", (host, port), ("127.0.0.1", 0), timeout=timeout)
 
@@ -267,12 +278,28 @@ class SshTransport(Transport):
     # -- the connection --------------------------------------------------------------------------
 
     def _retrying(self, op: Callable[[], T], *, resend: bool = True) -> T:
+        breaker = self._breaker
+        if breaker is not None and breaker.refusing:
+            raise breaker.refuse(self.describe())
+        exhausted = False
+
+        def stop(state: RetryCallState) -> bool:
+            nonlocal exhausted
+            exhausted = bool(RETRY_STOP(state))
+            # Another connection declared the host down meanwhile: do not spend our own attempts on it.
+            return exhausted or (breaker is not None and breaker.refusing)
+
         retrying = Retrying(
-            stop=RETRY_STOP, wait=RETRY_WAIT, sleep=self._sleep, reraise=True,
+            stop=stop, wait=RETRY_WAIT, sleep=self._sleep, reraise=True,
             retry=retry_if_exception(self._may_retry if resend else self._never_sent),
             before_sleep=self._before_retry,
         )  # fmt: skip
-        return retrying(op)
+        try:
+            return retrying(op)
+        except (ConnectionLost, ConnectFailed) as exc:
+            if breaker is not None and exhausted and not isinstance(exc, HostKeyRejected):
+                breaker.trip(f"gave up after {RETRY_ATTEMPTS} attempts: {exc}")
+            raise
 
     def _may_retry(self, exc: BaseException) -> bool:
         return isinstance(exc, ConnectionLost) or self._never_sent(exc)
@@ -280,7 +307,8 @@ class SshTransport(Transport):
     def _never_sent(self, exc: BaseException) -> bool:
         # A failed reconnect is worth retrying; a host never reached or a refused key is not.
         reconnect_failed = isinstance(exc, ConnectFailed) and not isinstance(exc, HostKeyRejected)
-        return isinstance(exc, _NotSent) or (reconnect_failed and self._connected_once)
+        reached = self._connected_once or (self._breaker is not None and self._breaker.reached)
+        return isinstance(exc, _NotSent) or (reconnect_failed and reached)
 
     def _before_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -342,10 +370,14 @@ class SshTransport(Transport):
                 sock.close()
                 if isinstance(exc, paramiko.BadHostKeyException):
                     raise changed_key_error(t, exc) from exc
+                if isinstance(exc, paramiko.AuthenticationException):
+                    raise auth_refused(t, exc) from exc
                 raise
             conn.transport.set_keepalive(KEEPALIVE_S)
         self._connected_once = True
         self._epoch += 1
+        if self._breaker is not None:
+            self._breaker.connected()
 
     def _socket(self) -> socket.socket | paramiko.ProxyCommand | paramiko.Channel:
         """The connection's socket: the config's ProxyCommand, else a TCP socket with TCP_NODELAY."""
