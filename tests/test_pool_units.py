@@ -17,6 +17,7 @@ from orchestrator.model import Category, Phase, Status
 from orchestrator.report.table import axis_columns, status_text
 from orchestrator.report.views import cell_outcome
 from orchestrator.store.records import RunRecord
+from orchestrator.store.schema import SCHEMA_VERSION
 from orchestrator.store.results import aggregate
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.plan import CellPlan
@@ -139,13 +140,14 @@ def test_a_store_of_schema_1_gains_the_cell_host_column(tmp_path: Path) -> None:
         pass
     conn = sqlite3.connect(db)
     conn.executescript(
-        "ALTER TABLE cells DROP COLUMN host; DELETE FROM schema_version; INSERT INTO schema_version VALUES (1);"
+        "ALTER TABLE cells DROP COLUMN host; ALTER TABLE cells DROP COLUMN origin; DELETE FROM schema_version;"
+        " INSERT INTO schema_version VALUES (1);"
     )
     conn.close()
     with Store(db) as store:
         columns = {row["name"] for row in store._rows("PRAGMA table_info(cells)")}
         versions = [row["version"] for row in store._rows("SELECT version FROM schema_version")]
-    assert "host" in columns and max(versions) == 2
+    assert {"host", "origin"} <= columns and max(versions) == SCHEMA_VERSION
 
 
 def test_compare_matches_each_lane_of_the_host_axis_to_the_same_lane() -> None:

@@ -68,11 +68,12 @@ CREATE INDEX IF NOT EXISTS runs_by_cell ON runs (cell_id, state);
 """
 
 
-_MIGRATIONS: dict[int, tuple[str, ...]] = {
-    2: ("ALTER TABLE cells ADD COLUMN origin TEXT",),
-    3: ("ALTER TABLE cells ADD COLUMN host TEXT",),
+_MIGRATIONS: dict[int, tuple[tuple[str, str, str], ...]] = {
+    2: (("cells", "origin", "TEXT"),),
+    3: (("cells", "host", "TEXT"),),
 }
-"""Version -> the statements that bring a store of the version before it up to it (additive only)."""
+"""Version -> the columns (table, name, type) it added: additive only, so nothing stored changes. A column
+already there is left as it is (a store some development build half-migrated still comes up whole)."""
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
@@ -84,11 +85,12 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         old = _version(conn)
-        for target in sorted(_MIGRATIONS):
-            if old is not None and old < target <= SCHEMA_VERSION:
-                for statement in _MIGRATIONS[target]:
-                    conn.execute(statement)
-                conn.execute("UPDATE schema_version SET version = ?", (target,))
+        if old is not None and old < SCHEMA_VERSION:
+            for target in sorted(_MIGRATIONS):
+                for table, column, kind in _MIGRATIONS[target]:
+                    if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+                        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
         for statement in _DDL.split(";"):
             if statement.strip():
                 conn.execute(statement)
