@@ -24,3 +24,14 @@ def skipped_verdict(reason: str) -> Verdict:
 def gpus_unavailable_verdict(reason: str) -> Verdict:
     """A cell that cannot start: the GPUs it needs are held by processes that are not this sweep's."""
     return Verdict(Status.INFRA, Phase.PREFLIGHT, Category.GPU_MEMORY_IN_USE, None, reason=reason)
+
+
+def scheduler_killed_verdict(verdict: Verdict, state: str, reason: str) -> Verdict:
+    """A launch the batch scheduler ended (time limit, preemption, node failure, an outside scancel).
+
+    Never a pass: the server did not finish its probes on its own terms. Only running out of the job's
+    memory says something about the server's configuration (`fail`); the rest are the cluster's (`infra`).
+    """
+    status = Status.FAIL if state == "OUT_OF_MEMORY" else Status.INFRA
+    phase = verdict.phase if verdict.status is not Status.PASS else Phase.AFTER_DECODE
+    return Verdict(status, phase, Category.PROCESS_KILLED, verdict.root_cause_line, reason=reason)

@@ -32,6 +32,10 @@ def sweep(
     strategy: Annotated[
         Literal["full", "pairwise"], typer.Option(help="full: every cell; pairwise: a covering array of value pairs.")
     ] = "full",
+    max_queued: Annotated[
+        int | None,
+        typer.Option(min=1, help="Slurm hosts: jobs submitted ahead at most (default: every cell; Slurm queues them)."),
+    ] = None,
 ) -> None:
     """Run every cell of a matrix on a host and print the pass/fail table."""
     console = make_console()
@@ -44,6 +48,7 @@ def sweep(
             retries=matrix.retries,
             on_infra=matrix.on_infra,
             strategy=strategy,
+            max_queued=max_queued,
         )
         with open_store(db) as store, SweepProgress(console) as progress:
             hooks = SweepHooks(

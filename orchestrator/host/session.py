@@ -26,7 +26,7 @@ import httpx
 from orchestrator.config.model import HostConfig, resolve_env
 from orchestrator.errors import HostBusy, LaunchError
 from orchestrator.host import facts
-from orchestrator.host.launcher import Launcher
+from orchestrator.host.launcher import Launch, Launcher
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help
 from orchestrator.probe.client import ProbeClient
@@ -105,6 +105,9 @@ print("foreign" if inodes else "none")
 class HostSession:
     """One open connection to a host, with everything the sweep asks of it."""
 
+    schedules_gpus = False
+    """Whether a batch scheduler (Slurm) picks each launch's GPUs and node, so the sweep packs nothing itself."""
+
     def __init__(self, config: HostConfig, transport: Transport):
         self.config = config
         self.transport = transport
@@ -116,7 +119,12 @@ class HostSession:
 
     @classmethod
     def open(cls, config: HostConfig) -> HostSession:
-        """Connect to the host the config names."""
+        """Connect to the host the config names (a Slurm cluster through its login node, or locally)."""
+        if config.transport == "slurm":
+            # Imported here: the Slurm session is built on this class.
+            from orchestrator.host.slurm_session import SlurmSession
+
+            return SlurmSession(config, open_transport(transport_spec(config)))
         return cls(config, open_transport(transport_spec(config)))
 
     def close(self) -> None:
@@ -310,6 +318,10 @@ class HostSession:
             http = httpx.HTTPTransport(verify=False)
         return ProbeClient(f"http://127.0.0.1:{port}", transport=http)
 
+    def launch_client(self, launch: Launch) -> ProbeClient:
+        """An HTTP client for a started launch's server."""
+        return self.probe_client(launch.spec.port)
+
     def run_dir(self, run_id: str) -> str:
         """Where a run's files live on the host."""
         return posixpath.join(self.workdir, "runs", run_id)
@@ -331,7 +343,7 @@ def _in_background(work: Callable[[], T]) -> Future[T]:
 
 def transport_spec(config: HostConfig) -> Literal["local"] | SshTarget:
     """What `open_transport` needs to reach a host."""
-    if config.transport in ("local", "sim"):
+    if config.transport in ("local", "sim") or (config.transport == "slurm" and not config.host):
         return "local"
     if not config.host:
         raise LaunchError(f"host {config.name!r} has transport ssh but no ssh target")

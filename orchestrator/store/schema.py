@@ -56,6 +56,8 @@ CREATE TABLE IF NOT EXISTS runs (
     evidence   TEXT,
     verdict    TEXT,
     install    TEXT,
+    job_id     TEXT,
+    node       TEXT,
     FOREIGN KEY (sweep_id, cell_id) REFERENCES cells (sweep_id, cell_id) ON DELETE CASCADE,
     UNIQUE (sweep_id, cell_id, attempt)
 );
@@ -76,3 +78,19 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
         raise StoreError(
             f"the store was written by a newer orchestrator (schema {version}, this one reads {SCHEMA_VERSION})"
         )
+    _add_missing_columns(conn)
+
+
+_ADDED_COLUMNS = (("runs", "job_id", "TEXT"), ("runs", "node", "TEXT"))
+"""Nullable columns added after schema 1: a store written before them gains them when opened (all NULL)."""
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    for table, column, kind in _ADDED_COLUMNS:
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            try:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            except sqlite3.OperationalError as exc:  # another process added it meanwhile
+                if "duplicate column" not in str(exc):
+                    raise

@@ -70,6 +70,7 @@ def build_spec(
         port=slot.port,
         run_dir=session.run_dir(run_id),
         install=plan.cell.install,
+        gpu_count=plan.cell.tp_size,
     )
     return spec, secrets
 
@@ -131,7 +132,10 @@ def run_attempt(
         verdict = dataclasses.replace(failed, reason=f"not launched: {failed.reason}")
         store.finish_run(run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
         return AttemptResult(plan.cell, run_id, verdict, slot, True)
-    store.mark_launched(run_id, run_dir=spec.run_dir, pgid=launch.pgid, port=slot.port, gpus=slot.gpus)
+    store.mark_launched(
+        run_id, run_dir=spec.run_dir, pgid=launch.pgid or None, port=slot.port or None, gpus=slot.gpus,
+        job_id=launch.job_id,
+    )  # fmt: skip
     return watch_attempt(store, session, plan.cell, run_id, launch, settings, on_event)
 
 
@@ -154,6 +158,10 @@ def watch_attempt(
         verdict = infra_verdict(exc)
         store.finish_run(run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
         return AttemptResult(cell, run_id, verdict, slot, False)
+    ran = report.launch
+    if ran is not None and ran.job_id is not None:
+        store.set_placement(run_id, node=ran.node, port=ran.spec.port, gpus=ran.spec.gpus)
+        slot = Slot(ran.spec.gpus, ran.spec.port)
     store.finish_run(
         run_id,
         outcome=report.outcome,

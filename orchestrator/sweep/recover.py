@@ -60,8 +60,8 @@ def settle_in_flight(
         if launch is not None and alive and run.cell_id in cells:
             if run.state == "pending":  # launched, but killed before it could say so
                 store.mark_launched(
-                    run.run_id, run_dir=launch.spec.run_dir, pgid=launch.pgid, port=launch.spec.port,
-                    gpus=launch.spec.gpus,
+                    run.run_id, run_dir=launch.spec.run_dir, pgid=launch.pgid or None, port=launch.spec.port or None,
+                    gpus=launch.spec.gpus, job_id=launch.job_id,
                 )  # fmt: skip
             alive_ones.append((cells[run.cell_id], run.run_id, launch))
             continue
@@ -78,24 +78,32 @@ def settle_in_flight(
 
     if alive_ones:
         with ThreadPoolExecutor(max_workers=len(alive_ones), thread_name_prefix="reattach") as pool:
-            list(pool.map(follow, alive_ones))
+            try:
+                list(pool.map(follow, alive_ones))
+            except BaseException:
+                session.launcher.abandon()  # a batch job of ours must not run on unwatched
+                raise
 
 
 def recover_launch(session: HostSession, run: RunRecord) -> Launch | None:
     """The launch of a run as its run directory records it (pid file), or None if it never started."""
     if not run.run_dir:
         return None
-    spec = LaunchSpec(
+    return session.launcher.recover(recover_spec(run))
+
+
+def recover_spec(run: RunRecord) -> LaunchSpec:
+    """What the store knows of a run's launch, enough to find, follow and stop it."""
+    return LaunchSpec(
         run_id=run.run_id,
         argv=(),
         env={},
         secret_names=(),
         gpus=tuple(run.gpus),
         port=run.port or 0,
-        run_dir=run.run_dir,
+        run_dir=run.run_dir or "",
         install=run.install,
     )
-    return session.launcher.recover(spec)
 
 
 def our_pgids(store: Store, sweep_id: str) -> set[int]:
@@ -105,6 +113,9 @@ def our_pgids(store: Store, sweep_id: str) -> set[int]:
 
 def reap_orphans(store: Store, session: HostSession, sweep_id: str, grace_s: float) -> list[int]:
     """End the groups of this sweep's finished runs that are still alive (a stop that failed); their pgids."""
+    if session.schedules_gpus:
+        cancel_leftover_jobs(store, session, sweep_id, grace_s)
+        return []
     pairs = [(r.pgid, r.run_dir) for r in store.runs(sweep_id) if r.state not in UNFINISHED_STATES and r.pgid]
     if not pairs:
         return []
@@ -114,6 +125,19 @@ def reap_orphans(store: Store, session: HostSession, sweep_id: str, grace_s: flo
     for pgid in reaped:
         session.transport.kill_group(pgid, grace_s)
     return reaped
+
+
+def cancel_leftover_jobs(store: Store, session: HostSession, sweep_id: str, grace_s: float) -> list[str]:
+    """Cancel the batch jobs of this sweep's finished runs still in the queue (a scancel that failed); their ids."""
+    left = []
+    for run in store.runs(sweep_id):
+        if run.state in UNFINISHED_STATES or not run.job_id:
+            continue
+        launch = Launch(recover_spec(run), 0, job_id=run.job_id)
+        if session.launcher.alive(launch):
+            session.launcher.stop(launch, grace_s)
+            left.append(run.job_id)
+    return left
 
 
 def record_invalid(store: Store, sweep_id: str, host: str, plan: CellPlan) -> None:

@@ -24,6 +24,7 @@ from orchestrator.store.records import RunRecord, SweepRecord, new_sweep_id
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult
 from orchestrator.sweep.execute import RunSettings
+from orchestrator.sweep.interrupt import terminate_as_interrupt
 from orchestrator.sweep.preflight import Preflight, run_preflight
 from orchestrator.sweep.recover import (
     finished_runs,
@@ -60,6 +61,8 @@ class SweepOptions:
     """After an infra verdict (host or orchestrator failed): go on, or stop and skip the cells left."""
     strategy: Strategy = "full"
     """`full`: every cell; `pairwise`: a strength-2 covering subset of the valid cells (the rest not run)."""
+    max_queued: int | None = None
+    """On a Slurm host: jobs submitted ahead at most (None: every cell at once; Slurm queues them)."""
 
 
 def sweep_settings(matrix: Matrix, host: HostConfig, options: SweepOptions, scenario: str | None) -> dict[str, Any]:
@@ -135,10 +138,11 @@ def resume_sweep(
         lock.acquire()
         try:
             store.reopen_sweep(sweep_id)
-            settle_in_flight(
-                store, session, lambda: HostSession.open(host), sweep_id, options.settings, hooks.on_reattach,
-                hooks.on_event,
-            )  # fmt: skip
+            with terminate_as_interrupt(session.schedules_gpus):
+                settle_in_flight(
+                    store, session, lambda: HostSession.open(host), sweep_id, options.settings, hooks.on_reattach,
+                    hooks.on_event,
+                )  # fmt: skip
             # Before preflight, whose check for foreign GPU holders would take these for strangers'.
             reap_orphans(store, session, sweep_id, options.settings.deadlines.stop_grace)
             preflight = run_preflight(session, cells, our_pgids=our_pgids(store, sweep_id))
@@ -189,8 +193,10 @@ def _run_jobs(
         on_event=hooks.on_event,
         on_result=hooks.on_result,
         stop_on_infra=options.on_infra == "stop",
+        max_queued=options.max_queued,
     )
-    scheduler.run(jobs)
+    with terminate_as_interrupt(session.schedules_gpus):
+        scheduler.run(jobs)
     return scheduler.stopped is not None
 
 

@@ -57,6 +57,7 @@ class Scheduler:
         on_event: EventSink | None = None,
         on_result: Callable[[AttemptResult], None] | None = None,
         stop_on_infra: bool = False,
+        max_queued: int | None = None,
     ):
         self.store = store
         self.open_session = open_session
@@ -69,6 +70,8 @@ class Scheduler:
         self.on_event = on_event
         self.on_result = on_result
         self.stop_on_infra = stop_on_infra
+        self.max_queued = max_queued
+        """A batch scheduler's host: jobs submitted ahead at most (None: every cell at once)."""
         self.stopped: AttemptResult | None = None
         """The infra result that stopped the sweep (stop_on_infra): nothing starts after it."""
         self.pool = GpuPool(main.config.gpus)
@@ -90,27 +93,40 @@ class Scheduler:
     def run(self, jobs: list[Job]) -> None:
         """Run every job (and the retries they earn) to a verdict."""
         pending = deque(jobs)
-        width = self.main.config.gpus if self.packed else 1
+        width = self._width(len(jobs))
         in_flight: dict[Future[AttemptResult], Job] = {}
         ports: dict[Future[AttemptResult], int] = {}
         try:
             with ThreadPoolExecutor(max_workers=max(1, width), thread_name_prefix="cell") as executor:
-                while pending or in_flight:
-                    if self.stopped is None:
-                        self._start_fitting(pending, in_flight, ports, executor, width)
-                    else:
-                        self._skip(pending, self.stopped)
-                    if not in_flight:
-                        self._refuse_unrunnable(pending)
-                        continue
-                    done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        job = in_flight.pop(future)
-                        ports.pop(future, None)
-                        self._finished(job, future.result(), pending)
+                try:
+                    while pending or in_flight:
+                        if self.stopped is None:
+                            self._start_fitting(pending, in_flight, ports, executor, width)
+                        else:
+                            self._skip(pending, self.stopped)
+                        if not in_flight:
+                            self._refuse_unrunnable(pending)
+                            continue
+                        done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                        for future in done:
+                            job = in_flight.pop(future)
+                            ports.pop(future, None)
+                            self._finished(job, future.result(), pending)
+                except BaseException:
+                    # Before the pool waits for its workers: a batch job of ours must not run on unwatched.
+                    self.main.launcher.abandon()
+                    raise
         finally:
             for session in self._sessions:
                 session.close()
+
+    def _width(self, jobs: int) -> int:
+        """Launches in flight at once: the host's GPUs (packing), 1 (serial), or the jobs queued ahead on Slurm."""
+        if not self.packed:
+            return 1
+        if self.main.schedules_gpus:
+            return max(1, min(jobs, self.max_queued or jobs))
+        return self.main.config.gpus
 
     def _start_fitting(
         self,
@@ -120,6 +136,12 @@ class Scheduler:
         executor: ThreadPoolExecutor,
         width: int,
     ) -> None:
+        if self.main.schedules_gpus:
+            # Slurm packs the jobs onto GPUs and nodes; each job picks its own port on its node.
+            while pending and len(in_flight) < width:
+                job = pending.popleft()
+                in_flight[executor.submit(self._attempt, job, Slot((), 0))] = job
+            return
         taking: set[int] = set()
         holders = _Holders(lambda: self.main.gpu_holders(self._our_pgids(), set(self.pool.free) | taking))
         starts: list[tuple[Job, tuple[int, ...]]] = []
@@ -155,7 +177,7 @@ class Scheduler:
         )
 
     def _finished(self, job: Job, result: AttemptResult, pending: deque[Job]) -> None:
-        if result.gpus_released:
+        if result.gpus_released and not self.main.schedules_gpus:
             self.pool.give_back(result.slot.gpus)
         if self.on_result:
             self.on_result(result)

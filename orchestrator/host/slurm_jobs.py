@@ -1,0 +1,355 @@
+"""One Slurm job per run: the job script, sbatch, waiting for RUNNING, liveness, the end state, scancel.
+
+The run directory (on the filesystem the login node and the compute nodes share) is the truth about a
+job as it is about a local launch: `job.sh` (what sbatch ran), `cmd.sh` (the server alone, for humans),
+`job_id`, `server.log` (the job's --output) and `placement` (node, port, GPUs: written by the job on its
+node before it execs the server). Every job is named `orch-<run_id>`, so a job submitted just before a
+crash, before its id reached the store or `job_id`, is found again by name: resume never submits twice.
+
+Every thread waiting on a job of a host reads one shared `squeue`, asked at most every POLL_S.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from orchestrator.config.model import HostConfig
+from orchestrator.errors import LaunchError, TransportError
+from orchestrator.host.launcher import Launch, Launcher, LaunchSpec, SchedulerEnd
+from orchestrator.transport.base import Transport
+from orchestrator.transport.shell import quote
+from orchestrator.transport.slurm import (
+    KILLED_STATES,
+    JobInfo,
+    Submission,
+    job_name,
+    killed_reason,
+    parse_sbatch,
+    parse_scontrol,
+    parse_squeue,
+    scancel_command,
+    scontrol_command,
+    secrets_stdin,
+    squeue_command,
+)
+
+POLL_S = 0.5
+"""How often squeue is asked while jobs are waited on (one command for all of them)."""
+CANCEL_WAIT_S = 60.0
+"""How long a cancelled job may take to leave the queue (Slurm's KillWait and epilog included)."""
+PLACEMENT_WAIT_S = 60.0
+"""How long a RUNNING job may take to write its placement (node, port) before it counts as broken."""
+SBATCH_TIMEOUT_S = 60.0
+
+# Picks one of the free candidates, those outside the kernel's ephemeral range (which an outgoing connection
+# may take) first; which one turns with the job id, so jobs starting together on a node, or one after the
+# other (a port just freed may still be closing), take different ports.
+_PICK_PORT_AWK = r"""
+function num(hex, i, v) {
+  for (i = 1; i <= length(hex); i++) v = v * 16 + index("0123456789ABCDEF", substr(hex, i, 1)) - 1
+  return v
+}
+BEGIN { nh = split(held, h, " "); for (i = 1; i <= nh; i++) busy[h[i]] = 1 }
+NR == 1 { lo = $1; hi = $2; next }
+$1 ~ /:$/ && $4 != "06" { n = split($2, a, ":"); busy[num(a[n])] = 1 }
+END {
+  k = split(cands, c, " ")
+  for (i = 1; i <= k; i++)
+    if (!(c[i] in busy)) { if (c[i] >= lo && c[i] <= hi) late[++nl] = c[i]; else early[++ne] = c[i] }
+  if (ne) print early[start % ne + 1]; else if (nl) print late[start % nl + 1]
+}
+"""
+
+
+# A job's server binds its port a while after the job picked it: until then only a reservation on the node
+# keeps a job starting alongside from picking the same one. Each reservation is the file <port> holding the
+# pid that becomes the server (the script execs it), valid while that pid lives; picks are serialised by flock.
+_RESERVE_START = [
+    'ports_dir="${TMPDIR:-/tmp}/orchestrator-ports-$(id -u)"',
+    'mkdir -p "$ports_dir" && exec 9>"$ports_dir/lock" && { ! command -v flock >/dev/null || flock -w 30 9; }',
+    'held=""',
+    'for f in "$ports_dir"/[0-9]*; do',
+    '  [ -f "$f" ] || continue',
+    '  p=$(cat "$f" 2>/dev/null)',
+    '  if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then held="$held ${f##*/}"; else rm -f "$f"; fi',
+    "done",
+]
+
+
+class Abandoned(KeyboardInterrupt):
+    """The orchestrator was interrupted and cancelled its jobs: the attempts end without a verdict (resume reruns)."""
+
+
+class JobWatch:
+    """The jobs of one host this process waits on, their last squeue reading, and those it submitted."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tracked: set[str] = set()
+        self._seen: dict[str, JobInfo] = {}
+        self._asked = float("-inf")
+        self.submitted: set[str] = set()
+        """Jobs this process submitted or re-attached to and has not seen end: what an interrupt cancels."""
+        self.cancelled_by_us: set[str] = set()
+        self.aborting = False
+
+    def track(self, job_id: str) -> None:
+        """Follow a job (submitted or re-attached)."""
+        with self._lock:
+            self._tracked.add(job_id)
+            self.submitted.add(job_id)
+            self._asked = float("-inf")
+
+    def forget(self, job_id: str) -> None:
+        """The job is over: stop asking about it."""
+        with self._lock:
+            self._tracked.discard(job_id)
+            self.submitted.discard(job_id)
+            self._seen.pop(job_id, None)
+
+    def get(self, transport: Transport, job_id: str, fresh: bool = False) -> JobInfo | None:
+        """The job as squeue shows it now (at most POLL_S old), None when it is not in the queue."""
+        if self.aborting:
+            raise Abandoned()
+        with self._lock:
+            if fresh or time.monotonic() - self._asked >= POLL_S or job_id not in self._tracked:
+                self._tracked.add(job_id)
+                result = transport.run(squeue_command(self._tracked), timeout=60)
+                self._seen = parse_squeue(result)
+                self._asked = time.monotonic()
+            return self._seen.get(job_id)
+
+
+_WATCHES: dict[str, JobWatch] = {}
+_WATCHES_LOCK = threading.Lock()
+
+
+def watch_for(host: str) -> JobWatch:
+    """The one JobWatch of a host in this process (every session of the host shares it)."""
+    with _WATCHES_LOCK:
+        return _WATCHES.setdefault(host, JobWatch())
+
+
+def render_job_sh(spec: LaunchSpec, ports: list[int]) -> str:
+    """The batch script: the environment, a free port picked on the node, the placement file, then the server."""
+    argv = list(spec.argv)
+    # launch_argv ends with `--host 127.0.0.1 --port N`: a job's server must answer the login node, on a
+    # port only known on its node.
+    if len(argv) < 4 or argv[-4] != "--host" or argv[-2] != "--port":
+        raise LaunchError(f"run {spec.run_id}: the launch command does not end with --host H --port P")
+    command = " ".join(quote(a) for a in argv[:-4]) + ' --host 0.0.0.0 --port "$ORCH_PORT"'
+    placement = posixpath.join(spec.run_dir, "placement")
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# orchestrator run {spec.run_id}: the Slurm job that runs the server (cmd.sh is the server alone).",
+        "set -u",
+    ]
+    for name in spec.secret_names:
+        lines.append(f': "${{{name}:?{name} must reach the job through sbatch\'s environment}}"')
+    for name, value in sorted(spec.env.items()):
+        if name != "CUDA_VISIBLE_DEVICES":  # Slurm's, for the GPUs it gave the job
+            lines.append(f"export {name}={quote(value)}")
+    lines.append(f"cd {quote(spec.run_dir)} || exit 1")
+    tables = (
+        "{ cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 0 0;"
+        " cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; }"
+    )
+    cands = quote(" ".join(map(str, ports)))
+    awk = f'awk -v start="${{SLURM_JOB_ID:-0}}" -v held="$held" -v cands={cands} {quote(_PICK_PORT_AWK)}'
+    lines += _RESERVE_START
+    lines.append(f"ORCH_PORT=$({tables} | {awk})")
+    lines.append('[ -n "$ORCH_PORT" ] && echo $$ > "$ports_dir/$ORCH_PORT"')
+    lines.append("exec 9>&-")
+    lines.append('[ -n "$ORCH_PORT" ] || { echo "orchestrator job: no free port on $(hostname)" >&2; exit 1; }')
+    lines.append(
+        f'printf \'%s %s %s\\n\' "$(hostname)" "$ORCH_PORT" "${{CUDA_VISIBLE_DEVICES:-}}" > {quote(placement)}.tmp'
+        f" && mv -f {quote(placement)}.tmp {quote(placement)}"
+    )
+    lines.append("exec " + command)
+    return "\n".join(lines) + "\n"
+
+
+def parse_placement(text: str) -> tuple[str, int, tuple[int, ...]] | None:
+    """(hostname, port, GPU indices) from a job's placement file, None while it is not written."""
+    parts = text.split()
+    if len(parts) < 2 or not parts[1].isdigit():
+        return None
+    gpus = tuple(int(g) for g in parts[2].split(",") if g.isdigit()) if len(parts) > 2 else ()
+    return parts[0], int(parts[1]), gpus
+
+
+class SlurmLauncher(Launcher):
+    """Submits, follows and cancels one Slurm job per launch."""
+
+    def __init__(self, transport: Transport, config: HostConfig, watch: JobWatch, ports: list[int]):
+        super().__init__(transport)
+        if config.slurm is None:
+            raise LaunchError(f"host {config.name!r} has transport slurm but no slurm: section")
+        self.config = config
+        self.slurm = config.slurm
+        self.watch = watch
+        self.ports = ports
+
+    def prepare(self, spec: LaunchSpec) -> None:
+        """Write `cmd.sh`, `env.masked` and the batch script `job.sh` into the run directory."""
+        super().prepare(spec)
+        self.transport.write_file(self._path(spec, "job.sh"), render_job_sh(spec, self.ports), mode=0o755)
+
+    def start(self, spec: LaunchSpec, secrets: Mapping[str, str]) -> Launch:
+        """Submit the run's job; LaunchError with Slurm's message when sbatch refuses it."""
+        if self.watch.aborting:
+            raise Abandoned()
+        if self.transport.file_size(self._path(spec, "job_id")) is not None:
+            raise LaunchError(f"run {spec.run_id} was already submitted (its run directory holds a job_id)")
+        self.prepare(spec)
+        submission = Submission(
+            script=self._path(spec, "job.sh"),
+            run_dir=spec.run_dir,
+            log_path=spec.log_path,
+            name=job_name(spec.run_id),
+            gpus=spec.gpu_count,
+            partition=self.slurm.partition,
+            account=self.slurm.account,
+            qos=self.slurm.qos,
+            time=self.slurm.time,
+            extra=self.slurm.sbatch_args,
+        )
+        result = self.transport.run(
+            submission.command(), timeout=SBATCH_TIMEOUT_S, stdin=secrets_stdin(secrets), idempotent=False
+        )
+        job_id = parse_sbatch(result)
+        self.watch.track(job_id)
+        self.transport.write_file(self._path(spec, "job_id"), job_id + "\n")
+        return Launch(spec, 0, job_id=job_id)
+
+    def recover(self, spec: LaunchSpec) -> Launch | None:
+        """The run's job, found by its name in the queue, else by its `job_id` file; None if never submitted."""
+        queued = parse_squeue(self.transport.run(squeue_command(name=job_name(spec.run_id)), timeout=60))
+        recorded = self.transport.read_range(self._path(spec, "job_id"), 0).decode(errors="replace").strip()
+        ids = sorted(queued, key=lambda j: (j != recorded, j))
+        job_id = ids[0] if ids else recorded
+        if not job_id:
+            return None
+        for extra in ids[1:]:  # never expected (start refuses a second submit); never left running either
+            self.transport.run(scancel_command([extra]), timeout=60)
+        self.watch.track(job_id)
+        launch = Launch(spec, 0, job_id=job_id)
+        placed = self._read_placement(launch)
+        return placed or launch
+
+    def alive(self, launch: Launch) -> bool:
+        """Whether the job is queued or running."""
+        info = self.watch.get(self.transport, self._id(launch))
+        return info is not None and info.active
+
+    def placed(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> Launch:
+        """Wait for the job to run and write its placement; the launch with its node, port and GPUs."""
+        job_id = self._id(launch)
+        said = ""
+        running_since: float | None = None
+        while True:
+            info = self.watch.get(self.transport, job_id)
+            placed = self._read_placement(launch) if info is None or info.state == "RUNNING" else None
+            if placed is not None:
+                ran_at = running_since or time.monotonic()
+                return dataclasses.replace(
+                    placed, started_at=ran_at, pending_s=round(max(0.0, ran_at - launch.started_at), 3)
+                )
+            if info is None or not info.active:
+                final = self._final(job_id)
+                state = "unknown to Slurm" if final is None else f"JobState={final.state}, Reason={final.reason}"
+                raise LaunchError(
+                    f"Slurm job {job_id} ended before its server started ({state}); see {launch.spec.log_path}"
+                )
+            if info.state == "RUNNING":
+                running_since = running_since or time.monotonic()
+                if time.monotonic() - running_since > PLACEMENT_WAIT_S:
+                    raise LaunchError(f"Slurm job {job_id} runs on {info.node} but its job script never started")
+            elif on_wait is not None and info.state + str(info.reason) != said:
+                said = info.state + str(info.reason)
+                on_wait(f"{info.state.lower()} ({info.reason})" if info.reason else info.state.lower())
+            time.sleep(POLL_S)
+
+    def exit_code(self, launch: Launch) -> int | None:
+        """The server's exit status when the job ended by itself (COMPLETED/FAILED), else None."""
+        if self.alive(launch):
+            return None
+        final = self._final(self._id(launch))
+        return final.exit_code if final is not None and final.state in ("COMPLETED", "FAILED") else None
+
+    def killed_by_scheduler(self, launch: Launch) -> SchedulerEnd | None:
+        """Slurm's end state when Slurm (time limit, preemption, node failure) or an outside scancel ended it."""
+        job_id = self._id(launch)
+        if job_id in self.watch.cancelled_by_us or self.alive(launch):
+            return None
+        final = self._final(job_id)
+        if final is None or final.state not in KILLED_STATES:
+            return None
+        return SchedulerEnd(final.state, killed_reason(final))
+
+    def stop(self, launch: Launch, grace_s: float) -> bool:
+        """scancel the job and wait until it left the queue (TransportError if it never does)."""
+        job_id = self._id(launch)
+        if not self.alive(launch):
+            self.watch.forget(job_id)
+            return False
+        self.watch.cancelled_by_us.add(job_id)
+        self.transport.run(scancel_command([job_id]), timeout=60)
+        deadline = time.monotonic() + grace_s + CANCEL_WAIT_S
+        while time.monotonic() < deadline:
+            info = self.watch.get(self.transport, job_id, fresh=True)
+            if info is None or (not info.active and info.state != "COMPLETING"):
+                self.watch.forget(job_id)
+                return False
+            time.sleep(POLL_S)
+        raise TransportError(f"Slurm job {job_id} still in the queue {grace_s + CANCEL_WAIT_S:.0f}s after scancel")
+
+    def abandon(self) -> None:
+        """Cancel every job this process submitted and has not seen end; the attempts still watching stop."""
+        self.watch.aborting = True
+        ids = sorted(self.watch.submitted)
+        if not ids:
+            return
+        self.watch.cancelled_by_us.update(ids)
+        self.transport.run(scancel_command(ids), timeout=60)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while time.monotonic() < deadline:
+            left = parse_squeue(self.transport.run(squeue_command(ids), timeout=60))
+            if not any(j.active or j.state == "COMPLETING" for j in left.values()):
+                return
+            time.sleep(POLL_S)
+
+    def _final(self, job_id: str) -> JobInfo | None:
+        """The job's state from scontrol, waiting out COMPLETING (the end state is known once it is over)."""
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while True:
+            info = parse_scontrol(job_id, self.transport.run(scontrol_command(job_id), timeout=60))
+            if info is None or info.state != "COMPLETING" or time.monotonic() > deadline:
+                return info
+            time.sleep(POLL_S)
+
+    def _read_placement(self, launch: Launch) -> Launch | None:
+        raw = self.transport.read_range(self._path(launch.spec, "placement"), 0, 4096)
+        placed = parse_placement(raw.decode(errors="replace"))
+        if placed is None:
+            return None
+        host, port, gpus = placed
+        info = self.watch.get(self.transport, self._id(launch))
+        node = info.node if info is not None and info.node else host
+        spec = dataclasses.replace(launch.spec, port=port, gpus=gpus)
+        return dataclasses.replace(launch, spec=spec, node=node)
+
+    @staticmethod
+    def _id(launch: Launch) -> str:
+        if not launch.job_id:
+            raise LaunchError(f"run {launch.spec.run_id} has no Slurm job id")
+        return launch.job_id
+
+    @staticmethod
+    def _path(spec: LaunchSpec, name: str) -> str:
+        return posixpath.join(spec.run_dir, name)
+
