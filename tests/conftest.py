@@ -48,11 +48,11 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
     Skipped without Slurm (failed under CI, where scripts/test installs it). The daemons are stopped by
     pid at the end, also when the session is interrupted (Ctrl-C, SIGTERM) or ends without teardown.
     """
-    missing = missing_slurm_tools()
+    missing = ", ".join(missing_slurm_tools())
     if missing:
         if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but no {', '.join(missing)}: scripts/test installs slurmctld slurmd slurm-client munge")
-        pytest.skip(f"no {', '.join(missing)}: install slurmctld slurmd slurm-client munge to run the Slurm tests")
+            pytest.fail(f"CI=true but no {missing}: scripts/test installs slurmctld slurmd slurm-client munge")
+        pytest.skip(f"no {missing}: install slurmctld slurmd slurm-client munge to run the Slurm tests")
     # A short path: slurmd's and munged's socket paths must fit in sun_path (108 bytes).
     cluster = SlurmCluster(Path(tempfile.mkdtemp(prefix="orch-slurm-")))
     atexit.register(cluster.stop)

@@ -187,6 +187,8 @@ class HostSession:
         key = (self.config.name, install, tuple(self.launcher_words(install)))
         if key not in _GRAMMARS:
             words = self.launcher_words(install)
+            # Asked before the help job is taken: asked after, it would start a second `--help` nobody waits for.
+            version = self.sglang_version(install)
             job = self._help.pop(install, None)
             result = job.result() if job is not None else self.sh(self._help_command(install), timeout=300)
             if "usage:" not in result.text:
@@ -194,7 +196,7 @@ class HostSession:
                     f"`{' '.join(words)} --help` on {self.config.name} printed no usage (exit {result.exit_code}): "
                     f"{(result.stderr_text or result.text)[-400:]}"
                 )
-            _GRAMMARS[key] = parse_help(result.text, self.sglang_version(install))
+            _GRAMMARS[key] = parse_help(result.text, version)
         return _GRAMMARS[key]
 
     def sglang_version(self, install: str | None = None) -> str | None:
