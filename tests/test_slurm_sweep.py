@@ -268,3 +268,36 @@ def test_sigkilled_orchestrator_resumes_onto_its_running_jobs(slurm_cluster: Slu
     assert slurm_cluster.jobs() == []
     left = processes_under(tmp_path / "work")
     assert left == [], subprocess.run(["ps", "-eo", "pid,ppid,pgid,etimes,args"], capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupted_orchestrator_cancels_its_jobs_and_resume_finishes(
+    slurm_cluster: SlurmCluster, tmp_path: Path, sig: signal.Signals
+) -> None:
+    matrix, scenario = tp2_files(tmp_path, load=5.0)
+    hosts = slurm_hosts(tmp_path, scenario=scenario)
+    db = tmp_path / "i.db"
+    env = {**os.environ, "ORCHESTRATOR_DB": str(db), "COLUMNS": "200", **job_env(slurm_cluster, tmp_path)}
+    args = [sys.executable, "-m", "orchestrator", "sweep", str(matrix), "--host", "simhost", "--hosts", str(hosts)]
+    proc = subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while len(slurm_cluster.client("squeue", "-h", "-t", "RUNNING", "-o", "%i").stdout.split()) < 2:
+            assert time.monotonic() < deadline, slurm_cluster.jobs()
+            time.sleep(0.2)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    assert proc.returncode != 0
+    assert slurm_cluster.jobs() == [], err.decode()[-2000:]  # every job it submitted, running or queued, is gone
+    with Store(db) as store:
+        sweep_id = store.list_sweeps()[-1].sweep_id
+        interrupted = [r for r in store.runs(sweep_id) if r.state != "done"]
+    assert interrupted, "the interrupted attempts are left for resume, not given a verdict"
+    _, table = sweep(matrix, hosts, db, slurm_cluster, "--resume", sweep_id)
+    assert all((c["status"], c["phase"], c["category"]) == tp2_verdict(c["flags"]) for c in table["cells"])
+    assert slurm_cluster.jobs() == []
+    assert processes_under(tmp_path / "work") == []
