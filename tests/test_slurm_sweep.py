@@ -20,6 +20,7 @@ from orchestrator.store import Store
 from tests.paths import REPO
 from tests.simhost import FAST_DEADLINES, orchestrator, processes_under, write_hosts
 from tests.slurm_cluster import SlurmCluster
+from tests.sshd_host import SshdHost
 from tests.test_demo_sweep import expected
 
 SCENARIO = """version: 0.5.9
@@ -301,3 +302,24 @@ def test_an_interrupted_orchestrator_cancels_its_jobs_and_resume_finishes(
     assert all((c["status"], c["phase"], c["category"]) == tp2_verdict(c["flags"]) for c in table["cells"])
     assert slurm_cluster.jobs() == []
     assert processes_under(tmp_path / "work") == []
+
+
+def test_through_an_ssh_login_node(slurm_cluster: SlurmCluster, sshd: SshdHost, tmp_path: Path) -> None:
+    """sbatch, squeue and scancel over SSH; the probes to the job's node through the login node's SSH channel."""
+    matrix, scenario = tp2_files(tmp_path, load=0.5)
+    hosts = write_hosts(
+        tmp_path / "hosts.yaml", tmp_path / "work", scenario=scenario, sshd=sshd, transport="slurm",
+        slurm={"partition": "gpu"}, deadlines=SLOW_LOAD_DEADLINES,
+        env={**slurm_cluster.env, "TMPDIR": str(tmp_path)},  # the login shell has no SLURM_CONF of its own
+    )  # fmt: skip
+    db = tmp_path / "ssh.db"
+    out = tmp_path / "ssh.json"
+    result = orchestrator(
+        "sweep", str(matrix), "--host", "simhost", "--hosts", str(hosts), "--json-out", str(out), db=db, timeout=600,
+        env={"SLURM_CONF": "/nonexistent"},  # nothing of Slurm may run on this side
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    table = json.loads(out.read_text())
+    assert all((c["status"], c["phase"], c["category"]) == tp2_verdict(c["flags"]) for c in table["cells"])
+    assert all(c["job_id"] for c in table["cells"])
+    assert slurm_cluster.jobs() == []

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from orchestrator.config.model import HostConfig
 from orchestrator.errors import LaunchError, TransportError
 from orchestrator.host.launcher import Launch, Launcher, LaunchSpec, SchedulerEnd
-from orchestrator.transport.base import Transport
+from orchestrator.transport.base import CommandResult, Transport
 from orchestrator.transport.shell import quote
 from orchestrator.transport.slurm import (
     KILLED_STATES,
@@ -111,14 +111,14 @@ class JobWatch:
             self.submitted.discard(job_id)
             self._seen.pop(job_id, None)
 
-    def get(self, transport: Transport, job_id: str, fresh: bool = False) -> JobInfo | None:
+    def get(self, run: Callable[[str], CommandResult], job_id: str, fresh: bool = False) -> JobInfo | None:
         """The job as squeue shows it now (at most POLL_S old), None when it is not in the queue."""
         if self.aborting:
             raise Abandoned()
         with self._lock:
             if fresh or time.monotonic() - self._asked >= POLL_S or job_id not in self._tracked:
                 self._tracked.add(job_id)
-                result = transport.run(squeue_command(self._tracked), timeout=60)
+                result = run(squeue_command(self._tracked))
                 self._seen = parse_squeue(result)
                 self._asked = time.monotonic()
             return self._seen.get(job_id)
@@ -185,8 +185,17 @@ def parse_placement(text: str) -> tuple[str, int, tuple[int, ...]] | None:
 class SlurmLauncher(Launcher):
     """Submits, follows and cancels one Slurm job per launch."""
 
-    def __init__(self, transport: Transport, config: HostConfig, watch: JobWatch, ports: list[int]):
+    def __init__(
+        self,
+        transport: Transport,
+        config: HostConfig,
+        watch: JobWatch,
+        ports: list[int],
+        exports: Callable[[], str] = lambda: "",
+    ):
         super().__init__(transport)
+        self._exports = exports
+        """The host's environment as `export` lines: Slurm's commands see it (SLURM_CONF, PATH) as launches do."""
         if config.slurm is None:
             raise LaunchError(f"host {config.name!r} has transport slurm but no slurm: section")
         self.config = config
@@ -218,9 +227,7 @@ class SlurmLauncher(Launcher):
             time=self.slurm.time,
             extra=self.slurm.sbatch_args,
         )
-        result = self.transport.run(
-            submission.command(), timeout=SBATCH_TIMEOUT_S, stdin=secrets_stdin(secrets), idempotent=False
-        )
+        result = self._slurm(submission.command(), SBATCH_TIMEOUT_S, secrets_stdin(secrets), idempotent=False)
         job_id = parse_sbatch(result)
         self.watch.track(job_id)
         self.transport.write_file(self._path(spec, "job_id"), job_id + "\n")
@@ -228,14 +235,14 @@ class SlurmLauncher(Launcher):
 
     def recover(self, spec: LaunchSpec) -> Launch | None:
         """The run's job, found by its name in the queue, else by its `job_id` file; None if never submitted."""
-        queued = parse_squeue(self.transport.run(squeue_command(name=job_name(spec.run_id)), timeout=60))
+        queued = parse_squeue(self._slurm(squeue_command(name=job_name(spec.run_id))))
         recorded = self.transport.read_range(self._path(spec, "job_id"), 0).decode(errors="replace").strip()
         ids = sorted(queued, key=lambda j: (j != recorded, j))
         job_id = ids[0] if ids else recorded
         if not job_id:
             return None
         for extra in ids[1:]:  # never expected (start refuses a second submit); never left running either
-            self.transport.run(scancel_command([extra]), timeout=60)
+            self._slurm(scancel_command([extra]))
         self.watch.track(job_id)
         launch = Launch(spec, 0, job_id=job_id)
         placed = self._read_placement(launch)
@@ -243,7 +250,7 @@ class SlurmLauncher(Launcher):
 
     def alive(self, launch: Launch) -> bool:
         """Whether the job is queued or running."""
-        info = self.watch.get(self.transport, self._id(launch))
+        info = self.watch.get(self._slurm, self._id(launch))
         return info is not None and info.active
 
     def placed(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> Launch:
@@ -252,7 +259,7 @@ class SlurmLauncher(Launcher):
         said = ""
         running_since: float | None = None
         while True:
-            info = self.watch.get(self.transport, job_id)
+            info = self.watch.get(self._slurm, job_id)
             placed = self._read_placement(launch) if info is None or info.state == "RUNNING" else None
             if placed is not None:
                 ran_at = running_since or time.monotonic()
@@ -298,10 +305,10 @@ class SlurmLauncher(Launcher):
             self.watch.forget(job_id)
             return False
         self.watch.cancelled_by_us.add(job_id)
-        self.transport.run(scancel_command([job_id]), timeout=60)
+        self._slurm(scancel_command([job_id]))
         deadline = time.monotonic() + grace_s + CANCEL_WAIT_S
         while time.monotonic() < deadline:
-            info = self.watch.get(self.transport, job_id, fresh=True)
+            info = self.watch.get(self._slurm, job_id, fresh=True)
             if info is None or (not info.active and info.state != "COMPLETING"):
                 self.watch.forget(job_id)
                 return False
@@ -315,10 +322,10 @@ class SlurmLauncher(Launcher):
         if not ids:
             return
         self.watch.cancelled_by_us.update(ids)
-        self.transport.run(scancel_command(ids), timeout=60)
+        self._slurm(scancel_command(ids))
         deadline = time.monotonic() + CANCEL_WAIT_S
         while time.monotonic() < deadline:
-            left = parse_squeue(self.transport.run(squeue_command(ids), timeout=60))
+            left = parse_squeue(self._slurm(squeue_command(ids)))
             if not any(j.active or j.state == "COMPLETING" for j in left.values()):
                 return
             time.sleep(POLL_S)
@@ -327,7 +334,7 @@ class SlurmLauncher(Launcher):
         """The job's state from scontrol, waiting out COMPLETING (the end state is known once it is over)."""
         deadline = time.monotonic() + CANCEL_WAIT_S
         while True:
-            info = parse_scontrol(job_id, self.transport.run(scontrol_command(job_id), timeout=60))
+            info = parse_scontrol(job_id, self._slurm(scontrol_command(job_id)))
             if info is None or info.state != "COMPLETING" or time.monotonic() > deadline:
                 return info
             time.sleep(POLL_S)
@@ -338,10 +345,15 @@ class SlurmLauncher(Launcher):
         if placed is None:
             return None
         host, port, gpus = placed
-        info = self.watch.get(self.transport, self._id(launch))
+        info = self.watch.get(self._slurm, self._id(launch))
         node = info.node if info is not None and info.node else host
         spec = dataclasses.replace(launch.spec, port=port, gpus=gpus)
         return dataclasses.replace(launch, spec=spec, node=node)
+
+    def _slurm(
+        self, command: str, timeout: float = 60.0, stdin: bytes | None = None, *, idempotent: bool = True
+    ) -> CommandResult:
+        return self.transport.run(self._exports() + command, timeout=timeout, stdin=stdin, idempotent=idempotent)
 
     @staticmethod
     def _id(launch: Launch) -> str:

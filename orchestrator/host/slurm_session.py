@@ -17,7 +17,7 @@ from orchestrator.host.session import PORT_SPACING, HostSession
 from orchestrator.host.slurm_jobs import SlurmLauncher, watch_for
 from orchestrator.probe.client import ProbeClient
 from orchestrator.transport.base import Transport
-from orchestrator.transport.shell import ShellCommand
+from orchestrator.transport.shell import ShellCommand, quote
 
 PORT_SLOTS = 24
 """Ports a job tries on its node, PORT_SPACING apart (SGLang's internal ports sit above --port)."""
@@ -36,7 +36,14 @@ class SlurmSession(HostSession):
     def __init__(self, config: HostConfig, transport: Transport):
         super().__init__(config, transport)
         ports = job_ports(config.port_base)
-        self.launcher: SlurmLauncher = SlurmLauncher(transport, config, watch_for(config.name), ports)
+        self.launcher: SlurmLauncher = SlurmLauncher(
+            transport, config, watch_for(config.name), ports, exports=lambda: self.exports
+        )
+
+    @property
+    def exports(self) -> str:
+        """The host's plain environment as `export` commands (what `sh` prefixes every command with)."""
+        return "".join(f"export {k}={quote(v)}; " for k, v in sorted(self.base_env.items()))
 
     def host_facts(self) -> dict[str, str]:
         """The partition's nodes and GPUs as sinfo reports them, and Slurm's version."""
