@@ -115,14 +115,18 @@ class RunningCounter:
     def __init__(self, cluster: SlurmCluster):
         self.cluster = cluster
         self.most = 0
+        self.most_queued = 0
+        """Jobs in the queue at once, in any state."""
         self.seen: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
     def _poll(self) -> None:
         while not self._stop.is_set():
-            running = self.cluster.client("squeue", "-h", "-t", "RUNNING", "-o", "%i").stdout.split()
+            rows = [line.split() for line in self.cluster.client("squeue", "-h", "-o", "%i %T").stdout.splitlines()]
+            running = [job for job, state in rows if state == "RUNNING"]
             self.most = max(self.most, len(running))
+            self.most_queued = max(self.most_queued, len(rows))
             self.seen += [j for j in running if j not in self.seen]
             time.sleep(0.2)
 
@@ -161,6 +165,7 @@ def test_tp2_matrix_runs_four_jobs_at_once_with_the_plain_hosts_verdicts(
     with RunningCounter(slurm_cluster) as counter:
         _, table = sweep(matrix, slurm_hosts(tmp_path, scenario=scenario), tmp_path / "slurm.db", slurm_cluster)
     assert counter.most == 4, counter.most  # 8 GPUs, 2 per job: Slurm runs 4, queues the rest
+    assert counter.most_queued == 8, counter.most_queued  # every cell submitted ahead
     plain_dir = tmp_path / "plain"
     plain_dir.mkdir()
     plain_hosts = write_hosts(
@@ -179,6 +184,16 @@ def test_tp2_matrix_runs_four_jobs_at_once_with_the_plain_hosts_verdicts(
     # Queue time is not launch time: the jobs that waited for GPUs say so apart from ready_s.
     assert max(c["pending_s"] for c in table["cells"]) > 1.0
     assert max(c["ready_s"] or 0 for c in table["cells"]) < 15
+    assert slurm_cluster.jobs() == []
+
+
+def test_max_queued_bounds_the_jobs_submitted_ahead(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    matrix, scenario = tp2_files(tmp_path, load=1.0)
+    with RunningCounter(slurm_cluster) as counter:
+        _, table = sweep(matrix, slurm_hosts(tmp_path, scenario=scenario), tmp_path / "q.db", slurm_cluster,
+                         "--max-queued", "2")  # fmt: skip
+    assert counter.most_queued == 2 and counter.most == 2, (counter.most_queued, counter.most)
+    assert all((c["status"], c["phase"], c["category"]) == tp2_verdict(c["flags"]) for c in table["cells"])
     assert slurm_cluster.jobs() == []
 
 

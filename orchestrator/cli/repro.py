@@ -177,6 +177,7 @@ def _spec(session: HostSession, original: RunRecord, cell: Cell, launch: ReproLa
         port=port,
         run_dir=session.run_dir(run_id),
         install=original.install,
+        gpu_count=cell.tp_size,
     )
 
 
@@ -212,7 +213,10 @@ def _launch_and_watch(
         verdict = infra_verdict(exc, Phase.PREFLIGHT)
         store.finish_run(spec.run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
         return
-    store.mark_launched(spec.run_id, run_dir=spec.run_dir, pgid=launch.pgid, port=spec.port, gpus=spec.gpus)
+    store.mark_launched(
+        spec.run_id, run_dir=spec.run_dir, pgid=launch.pgid or None, port=spec.port or None, gpus=spec.gpus,
+        job_id=launch.job_id,
+    )  # fmt: skip
     watch_attempt(store, session, cell, spec.run_id, launch, settings)
 
 

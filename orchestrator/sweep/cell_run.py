@@ -60,7 +60,9 @@ def build_spec(
 ) -> tuple[LaunchSpec, dict[str, str]]:
     """The launch spec of an attempt and the secrets it needs (kept apart: never stored)."""
     plain, secrets = launch_env(session.config, matrix, plan.cell.install)
-    env = {**session.base_env, **plain, "CUDA_VISIBLE_DEVICES": ",".join(map(str, slot.gpus))}
+    env = {**session.base_env, **plain}
+    if not session.schedules_gpus:  # a batch scheduler sets it for the GPUs it gives the job
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.gpus))
     spec = LaunchSpec(
         run_id=run_id,
         argv=launch_argv(session.launcher_words(plan.cell.install), plan, slot.port),

@@ -34,6 +34,8 @@ LIVE_LOG_BUDGET = 64 << 20
 """Bytes of log streamed whole; past this the final harvest moves only what matters (harvest_huge)."""
 
 PhaseCallback = Callable[[str, Phase | None], None]
+QUEUED_EVENT = "queued"
+"""The event of a launch still waiting in a batch scheduler's queue (`queued: pending (Resources)`)."""
 log = logging.getLogger(__name__)
 
 
@@ -114,7 +116,7 @@ def execute_run(
     """Watch one started (or re-attached) server: wait ready, probe, harvest, stop, and name the outcome."""
     launcher = session.launcher
     # A batch job first waits in the queue: its launch starts when it runs, and only then has a port.
-    launch = launcher.placed(launch, (lambda state: on_event(state, None)) if on_event else None)
+    launch = launcher.placed(launch, (lambda state: on_event(f"{QUEUED_EVENT}: {state}", None)) if on_event else None)
     started = launch.started_at
     spec = launch.spec
     live = LiveLog(LogTail(session.transport, spec.log_path), started, on_event)

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from orchestrator.model import Cell, Phase, Status
 from orchestrator.sweep.cell_run import AttemptResult
+from orchestrator.sweep.execute import QUEUED_EVENT
 from orchestrator.sweep.preflight import Preflight
 
 STATUS_STYLE = {
@@ -86,6 +87,8 @@ class SweepProgress:
         with self._lock:
             entry = self.in_flight.setdefault(cell.cell_id, _InFlight(cell, time.monotonic()))
             entry.phase = phase.value if phase else event
+            if event.startswith(QUEUED_EVENT):  # the launch's time starts when its job runs, not in the queue
+                entry.started = time.monotonic()
         self._refresh()
 
     def on_result(self, result: AttemptResult) -> None:
