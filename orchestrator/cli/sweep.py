@@ -34,7 +34,10 @@ def sweep(
     ] = "full",
     max_queued: Annotated[
         int | None,
-        typer.Option(min=1, help="Slurm hosts: jobs submitted ahead at most (default: every cell; Slurm queues them)."),
+        typer.Option(
+            min=1,
+            help="Slurm hosts: jobs submitted ahead at most (default: every cell; 32 through an SSH login node).",
+        ),
     ] = None,
 ) -> None:
     """Run every cell of a matrix on a host and print the pass/fail table."""

@@ -158,6 +158,10 @@ class Launcher:
         """How a batch scheduler ended the launch (time limit, preemption, outside cancel), if it did."""
         return None
 
+    def cancel_leftovers(self, job_ids: list[str], grace_s: float) -> list[str]:
+        """End the batch jobs among `job_ids` still queued or running (their stop failed); the ones ended."""
+        return []
+
     def abandon(self) -> None:
         """The orchestrator is interrupted: end what only it could end (a batch job); launches of ours resume."""
 

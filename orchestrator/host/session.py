@@ -320,6 +320,10 @@ class HostSession:
             http = httpx.HTTPTransport(verify=False)
         return ProbeClient(f"http://127.0.0.1:{port}", transport=http)
 
+    def queue_ahead(self, jobs: int) -> int:
+        """How many of `jobs` a batch scheduler's host has submitted at once, unless told (--max-queued)."""
+        return jobs
+
     def launch_client(self, launch: Launch) -> ProbeClient:
         """An HTTP client for a started launch's server."""
         return self.probe_client(launch.spec.port)

@@ -315,20 +315,31 @@ class SlurmLauncher(Launcher):
             time.sleep(POLL_S)
         raise TransportError(f"Slurm job {job_id} still in the queue {grace_s + CANCEL_WAIT_S:.0f}s after scancel")
 
+    def cancel_leftovers(self, job_ids: list[str], grace_s: float) -> list[str]:
+        """scancel the jobs among `job_ids` still in the queue (one squeue for all) and wait until they left it."""
+        if not job_ids:
+            return []
+        left = sorted(j.job_id for j in parse_squeue(self._slurm(squeue_command(job_ids))).values() if j.active)
+        self._cancel_and_wait(left, grace_s + CANCEL_WAIT_S)
+        return left
+
     def abandon(self) -> None:
         """Cancel every job this process submitted and has not seen end; the attempts still watching stop."""
         self.watch.aborting = True
-        ids = sorted(self.watch.submitted)
+        self._cancel_and_wait(sorted(self.watch.submitted), CANCEL_WAIT_S)
+
+    def _cancel_and_wait(self, ids: list[str], wait_s: float) -> None:
         if not ids:
             return
         self.watch.cancelled_by_us.update(ids)
         self._slurm(scancel_command(ids))
-        deadline = time.monotonic() + CANCEL_WAIT_S
+        deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             left = parse_squeue(self._slurm(squeue_command(ids)))
             if not any(j.active or j.state == "COMPLETING" for j in left.values()):
                 return
             time.sleep(POLL_S)
+        raise TransportError(f"Slurm jobs {', '.join(ids)} still in the queue {wait_s:.0f}s after scancel")
 
     def _final(self, job_id: str) -> JobInfo | None:
         """The job's state from scontrol, waiting out COMPLETING (the end state is known once it is over)."""

@@ -19,6 +19,9 @@ from orchestrator.probe.client import ProbeClient
 from orchestrator.transport.base import Transport
 from orchestrator.transport.shell import ShellCommand, quote
 
+SSH_QUEUE_AHEAD = 32
+"""Jobs in flight at once through an SSH login node by default: each is watched over a connection of its own,
+and hundreds of connections at once would trip the login node's sshd (MaxStartups) and annoy its admins."""
 PORT_SLOTS = 24
 """Ports a job tries on its node, PORT_SPACING apart (SGLang's internal ports sit above --port)."""
 
@@ -74,6 +77,12 @@ class SlurmSession(HostSession):
     def free_ports(self, count: int, avoid: object) -> list[int]:
         """0 for each launch: its job picks a free port on its node."""
         return [0] * count
+
+    def queue_ahead(self, jobs: int) -> int:
+        """Every cell; through a login node at most SSH_QUEUE_AHEAD (each job in flight holds an SSH connection)."""
+        from orchestrator.transport.ssh import SshTransport
+
+        return min(jobs, SSH_QUEUE_AHEAD) if isinstance(self.transport, SshTransport) else jobs
 
     def launch_client(self, launch: Launch) -> ProbeClient:
         """HTTP to the job's node and port: straight from here, or through the login node's SSH channel."""

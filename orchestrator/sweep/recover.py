@@ -129,15 +129,8 @@ def reap_orphans(store: Store, session: HostSession, sweep_id: str, grace_s: flo
 
 def cancel_leftover_jobs(store: Store, session: HostSession, sweep_id: str, grace_s: float) -> list[str]:
     """Cancel the batch jobs of this sweep's finished runs still in the queue (a scancel that failed); their ids."""
-    left = []
-    for run in store.runs(sweep_id):
-        if run.state in UNFINISHED_STATES or not run.job_id:
-            continue
-        launch = Launch(recover_spec(run), 0, job_id=run.job_id)
-        if session.launcher.alive(launch):
-            session.launcher.stop(launch, grace_s)
-            left.append(run.job_id)
-    return left
+    ids = [r.job_id for r in store.runs(sweep_id) if r.state not in UNFINISHED_STATES and r.job_id]
+    return session.launcher.cancel_leftovers(ids, grace_s)
 
 
 def record_invalid(store: Store, sweep_id: str, host: str, plan: CellPlan) -> None:

@@ -125,7 +125,7 @@ class Scheduler:
         if not self.packed:
             return 1
         if self.main.schedules_gpus:
-            return max(1, min(jobs, self.max_queued or jobs))
+            return max(1, min(jobs, self.max_queued or self.main.queue_ahead(jobs)))
         return self.main.config.gpus
 
     def _start_fitting(
