@@ -15,7 +15,7 @@ from orchestrator.classify.unlaunched import scheduler_killed_verdict
 from orchestrator.config.load import load_hosts
 from orchestrator.errors import ConfigError, ConfigErrors, LaunchError
 from orchestrator.host.launcher import LaunchSpec
-from orchestrator.host.slurm_jobs import parse_placement, render_job_sh
+from orchestrator.host.slurm_script import parse_placement, render_job_sh
 from orchestrator.model import Category, Phase, Status, Verdict
 from orchestrator.store import Store
 from orchestrator.store.schema import _DDL
