@@ -30,6 +30,24 @@ ensure_sshd() {  # the SSH tests need OpenSSH's sshd, and `ip` (iproute2) for th
   fi
 }
 
+ensure_slurm() {  # the Slurm tests start a real munged + slurmctld + slurmd on loopback
+  if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null \
+      && command -v sbatch >/dev/null; then return 0; fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing slurmctld slurmd slurm-client munge (needed by the Slurm tests)"
+    apt-get update -qq >/dev/null
+    # The packages' postinst would start system-wide daemons; the tests start their own (own config, socket,
+    # ports), so forbid that for the install (policy-rc.d exit 101), unless the machine already has a policy.
+    local policy=/usr/sbin/policy-rc.d made=""
+    if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy" && made=1; fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd slurm-client munge >/dev/null \
+      || echo "warning: installing Slurm failed; the Slurm tests cannot run" >&2
+    if [ -n "$made" ]; then rm -f "$policy"; fi
+  else
+    echo "warning: no Slurm and cannot install it; Slurm tests will fail under CI=true, skip otherwise" >&2
+  fi
+}
+
 ensure_chromium() {  # the HTML report's browser test drives Debian's chromium through chromium-driver
   if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then return 0; fi
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
 import pytest
 
 from orchestrator.transport import SshTarget
 from tests import procs
+from tests.slurm_cluster import SlurmCluster
+from tests.slurm_cluster import missing_tools as missing_slurm_tools
 from tests.sshd_host import SshdHost, login_user, missing_tools
 
 
@@ -53,3 +59,34 @@ def sshd() -> Iterator[SshdHost]:
 def ssh_target(sshd: SshdHost) -> SshTarget:
     """An SshTarget for the session's loopback sshd: its own key and known_hosts, no ~/.ssh/config."""
     return sshd.target()
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """A real munged + slurmctld + slurmd on loopback (tests/slurm_cluster.py) for the whole session.
+
+    Skipped without Slurm (failed under CI, where scripts/test installs it). The daemons are stopped by
+    pid at the end, also when the session is interrupted (Ctrl-C, SIGTERM) or ends without teardown.
+    """
+    missing = ", ".join(missing_slurm_tools())
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but no {missing}: scripts/test installs slurmctld slurmd slurm-client munge")
+        pytest.skip(f"no {missing}: install slurmctld slurmd slurm-client munge to run the Slurm tests")
+    # A short path: slurmd's and munged's socket paths must fit in sun_path (108 bytes).
+    cluster = SlurmCluster(Path(tempfile.mkdtemp(prefix="orch-slurm-")))
+    atexit.register(cluster.stop)
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+        if previous is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")

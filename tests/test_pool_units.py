@@ -17,8 +17,8 @@ from orchestrator.model import Category, Phase, Status
 from orchestrator.report.table import axis_columns, status_text
 from orchestrator.report.views import cell_outcome
 from orchestrator.store.records import RunRecord
-from orchestrator.store.schema import SCHEMA_VERSION
 from orchestrator.store.results import aggregate
+from orchestrator.store.schema import SCHEMA_VERSION
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.plan import CellPlan
 from orchestrator.sweep.pool import Member, laned, pool_lanes

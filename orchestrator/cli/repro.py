@@ -167,6 +167,7 @@ def _spec(session: HostSession, original: RunRecord, cell: Cell, launch: ReproLa
         port=port,
         run_dir=session.run_dir(run_id),
         install=original.install,
+        gpu_count=cell.tp_size,
     )
 
 

@@ -82,6 +82,13 @@ def sweep(
             help="When a host goes down, wait this long (90s, 30m) for it before its remaining cells are infra.",
         ),
     ] = None,
+    max_queued: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Slurm hosts: jobs submitted ahead at most (default: every cell; 32 through an SSH login node).",
+        ),
+    ] = None,
 ) -> None:
     """Run every cell of a matrix on a host and print the pass/fail table."""
     console = make_console()
@@ -104,6 +111,7 @@ def sweep(
             budget=budget,
             retry_known_bad=retry_known_bad,
             wait_for_host_s=_duration_option("--wait-for-host", wait_for_host),
+            max_queued=max_queued,
         )
         with open_store(db) as store:
             interrupts = Interrupts(

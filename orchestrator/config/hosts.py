@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from orchestrator.config.checks import DEADLINE_NAMES, as_mapping, env_names, known_keys, nul_bytes
 from orchestrator.config.diagnostics import error_at, from_pydantic
-from orchestrator.config.model import DEFAULT_LAUNCHER, HostConfig, InstallConfig, Transport
-from orchestrator.config.schema import HostEntry, InstallEntry
+from orchestrator.config.model import DEFAULT_LAUNCHER, HostConfig, InstallConfig, SlurmConfig, Transport
+from orchestrator.config.schema import HostEntry, InstallEntry, SlurmEntry
 from orchestrator.config.yamlpos import LoadedYaml, YamlPath, load_yaml
 from orchestrator.errors import ConfigError, ConfigErrors
 
@@ -57,6 +57,8 @@ def builtin_sim_host(scenario: str | None = None) -> HostConfig:
 def _host_keys(section: YamlPath) -> list[str]:
     if len(section) == 1:
         return list(HostEntry.model_fields)
+    if len(section) == 2 and section[1] == "slurm":
+        return list(SlurmEntry.model_fields)
     return list(InstallEntry.model_fields) if len(section) == 3 and section[1] == "installs" else []
 
 
@@ -156,6 +158,8 @@ def _host(doc: LoadedYaml, name: str, entry: HostEntry) -> tuple[list[ConfigErro
     launcher = entry.launcher or (SIM_LAUNCHER if sim else DEFAULT_LAUNCHER)
     scenario_errors, scenario = _scenario(doc, at, entry.scenario, launcher)
     errors += scenario_errors
+    slurm_errors, slurm = _slurm(doc, at, entry, reach[0] if reach else None)
+    errors += slurm_errors
     if errors or reach is None:
         return errors, None
     transport, user, host, port = reach
@@ -180,7 +184,25 @@ def _host(doc: LoadedYaml, name: str, entry: HostEntry) -> tuple[list[ConfigErro
         python=entry.python or (sys.executable if sim else "python3"),
         port_base=entry.port_base,
         scenario=scenario,
+        slurm=slurm,
     )
+
+
+def _slurm(
+    doc: LoadedYaml, at: YamlPath, entry: HostEntry, transport: Transport | None
+) -> tuple[list[ConfigError], SlurmConfig | None]:
+    """The `slurm:` section: required with `transport: slurm`, refused without it."""
+    if transport != "slurm":
+        if entry.slurm is None:
+            return [], None
+        message, fix = "slurm: only applies to `transport: slurm`", "add `transport: slurm`, or remove slurm:"
+        return [error_at(doc, (*at, "slurm"), message, fix)], None
+    if entry.slurm is None:
+        fix = "add `slurm: {partition: gpu}` (the partition its jobs go to; account, qos, time, sbatch_args optional)"
+        message = f"host {at[0]!r} has transport slurm but no slurm: section"
+        return [error_at(doc, (*at, "transport"), message, fix)], None
+    s = entry.slurm
+    return [], SlurmConfig(s.partition, s.account, s.qos, s.time, tuple(s.sbatch_args))
 
 
 _Reach = tuple[Transport, str | None, str | None, int | None]
@@ -192,7 +214,15 @@ def _reach(doc: LoadedYaml, at: YamlPath, entry: HostEntry) -> tuple[list[Config
     if transport is None:
         fix = "add `ssh: user@host:22` (or an ~/.ssh/config alias), or `transport: local`"
         return [error_at(doc, at, f"host {at[0]!r} does not say how to reach it", fix)], None
-    if transport != "ssh":
+    if transport == "slurm" and not entry.ssh:
+        # No login node: sbatch, squeue and the probes run on this machine.
+        errors = [
+            error_at(doc, (*at, key), f"{key} only applies with an ssh: login node", f"remove {key}:, or add ssh:")
+            for key in _SSH_ONLY
+            if key in entry.model_fields_set
+        ]
+        return errors, (transport, None, None, None)
+    if transport not in ("ssh", "slurm"):
         errors = [
             error_at(doc, (*at, key), f"{key} only applies to ssh hosts", f"remove {key}:")
             for key in ("ssh", *_SSH_ONLY)

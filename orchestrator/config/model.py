@@ -21,7 +21,7 @@ from orchestrator.settings import Deadlines, ProbeSettings
 DEFAULT_LAUNCHER = "python -m sglang.launch_server"
 DEFAULT_MAX_CELLS = 5000
 
-Transport = Literal["ssh", "local", "sim"]
+Transport = Literal["ssh", "local", "sim", "slurm"]
 OnInfra = Literal["continue", "stop"]
 """What a sweep does after an infra verdict (SSH lost, disk full): go on with the other cells, or stop."""
 
@@ -104,6 +104,19 @@ class InstallConfig:
 
 
 @dataclass(frozen=True)
+class SlurmConfig:
+    """`slurm:` of a host with `transport: slurm`: where its jobs go, passed to sbatch as given."""
+
+    partition: str
+    account: str | None = None
+    qos: str | None = None
+    time: str | None = None
+    """The job's time limit in sbatch's syntax (`2:00:00`, `90`); the partition's default when None."""
+    sbatch_args: tuple[str, ...] = ()
+    """Further sbatch options, one word each (`--constraint=b200`, `--exclusive`)."""
+
+
+@dataclass(frozen=True)
 class HostConfig:
     """One entry of hosts.yaml: how to reach the host and how to launch SGLang on it."""
 
@@ -133,6 +146,8 @@ class HostConfig:
     port_base: int = 30000
     scenario: str | None = None
     """Scenario file of a simulated host."""
+    slurm: SlurmConfig | None = None
+    """For `transport: slurm`: one job per launch; `host` (if any) is then the login node."""
 
     def launcher_for(self, install: str | None) -> str:
         """The launcher command for a cell's install (the host's own when None)."""
@@ -153,7 +168,9 @@ class HostConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form with secrets masked (what a sweep stores)."""
-        data = {k: v for k, v in vars(self).items() if k not in ("env", "installs")}
+        data = {k: v for k, v in vars(self).items() if k not in ("env", "installs", "slurm")}
+        if self.slurm is not None:
+            data["slurm"] = {**vars(self.slurm), "sbatch_args": list(self.slurm.sbatch_args)}
         data["secrets"] = list(self.secrets)
         data["env"] = masked_env(self.env, self.secrets)
         data["installs"] = {

@@ -158,11 +158,22 @@ class InstallEntry(_Strict):
     env: dict[str, EnvField] = Field(default_factory=dict)
 
 
+class SlurmEntry(_Strict):
+    """`slurm:` of a Slurm host: the sbatch options of its jobs."""
+
+    partition: str = Field(min_length=1)
+    account: str | None = None
+    qos: str | None = None
+    time: str | None = None
+    sbatch_args: list[str] = Field(default_factory=list)
+
+
 class HostEntry(_Strict):
     """One host of hosts.yaml."""
 
     ssh: str | None = None
-    transport: Literal["ssh", "local", "sim"] | None = None
+    transport: Literal["ssh", "local", "sim", "slurm"] | None = None
+    slurm: SlurmEntry | None = None
     launcher: str | None = None
     workdir: str | None = None
     gpus: StrictInt = Field(default=8, ge=1)
@@ -195,6 +206,9 @@ EXAMPLES: dict[str, str] = {
     "on_infra": "on_infra: stop",
     "ssh": "ssh: user@gpu-host:22",
     "transport": "transport: local",
+    "slurm": "slurm: {partition: gpu, time: '2:00:00'}",
+    "partition": "partition: gpu",
+    "sbatch_args": "sbatch_args: [--constraint=b200]",
     "gpus": "gpus: 8",
     "port_base": "port_base: 30000",
     "secrets": "secrets: [MY_PRIVATE_URL]",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import posixpath
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from orchestrator.secret import SecretRef
@@ -37,6 +37,8 @@ class LaunchSpec:
     port: int
     run_dir: str
     install: str | None = None
+    gpu_count: int = 0
+    """GPUs to ask a batch scheduler for, which then picks them (`gpus` is known only once the job runs)."""
 
     @property
     def log_path(self) -> str:
@@ -94,17 +96,32 @@ def render_env_masked(spec: LaunchSpec) -> str:
     return "\n".join(sorted(rows)) + "\n"
 
 
+@dataclass(frozen=True)
+class SchedulerEnd:
+    """A launch the batch scheduler ended, not the server itself: Slurm's end state and the reason in words."""
+
+    state: str
+    reason: str
+
+
 @dataclass
 class Launch:
     """A started server: its spec and process group, and when it started."""
 
     spec: LaunchSpec
     pgid: int
+    """0 for a batch job (its processes are the scheduler's to end)."""
     started_at: float = field(default_factory=time.monotonic)
     api_key: str | None = field(default=None, repr=False)
     """The key the server's API demands (its `--api-key` secret), for the probes."""
     secret_values: tuple[str, ...] = field(default=(), repr=False)
     """Every secret the launch was given: masked wherever its log repeats one."""
+    job_id: str | None = None
+    """The batch scheduler's job id (Slurm), None for a process group started by us."""
+    node: str | None = None
+    """The node a batch job runs on, once it runs."""
+    pending_s: float | None = None
+    """Seconds the job waited in the scheduler's queue before it ran (not launch time)."""
 
 
 class Launcher:
@@ -154,6 +171,21 @@ class Launcher:
     def stop(self, launch: Launch, grace_s: float) -> bool:
         """SIGTERM the whole process group, SIGKILL after `grace_s`; True if SIGKILL was needed."""
         return self.transport.kill_group(launch.pgid, grace_s)
+
+    def placed(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> Launch:
+        """The launch once it runs where it can be probed (a started process group already does)."""
+        return launch
+
+    def killed_by_scheduler(self, launch: Launch) -> SchedulerEnd | None:
+        """How a batch scheduler ended the launch (time limit, preemption, outside cancel), if it did."""
+        return None
+
+    def cancel_leftovers(self, job_ids: list[str], grace_s: float) -> list[str]:
+        """End the batch jobs among `job_ids` still queued or running (their stop failed); the ones ended."""
+        return []
+
+    def abandon(self) -> None:
+        """The orchestrator is interrupted: end what only it could end (a batch job); launches of ours resume."""
 
 
 def api_key_of(spec: LaunchSpec, secrets: Mapping[str, str]) -> str | None:

@@ -25,7 +25,7 @@ from orchestrator.host import facts
 from orchestrator.host.installs import SIM_BIN as SIM_BIN
 from orchestrator.host.installs import absolute_scenario as absolute_scenario
 from orchestrator.host.installs import host_installs
-from orchestrator.host.launcher import Launcher
+from orchestrator.host.launcher import Launch, Launcher
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help
 from orchestrator.probe.client import ProbeClient
@@ -103,6 +103,9 @@ print("foreign" if inodes else "none")
 class HostSession:
     """One open connection to a host, with everything the sweep asks of it."""
 
+    schedules_gpus = False
+    """Whether a batch scheduler (Slurm) picks each launch's GPUs and node, so the sweep packs nothing itself."""
+
     def __init__(self, config: HostConfig, transport: Transport):
         self.config = config
         self.transport = transport
@@ -115,7 +118,13 @@ class HostSession:
 
     @classmethod
     def open(cls, config: HostConfig, breaker: HostBreaker | None = None) -> HostSession:
-        """Connect to the host the config names (`breaker`: shared by a sweep's connections to it)."""
+        """Connect to the host the config names (a Slurm cluster through its login node, or locally);
+        `breaker`: shared by a sweep's connections to the host."""
+        if config.transport == "slurm":
+            # Imported here: the Slurm session is built on this class.
+            from orchestrator.host.slurm_session import SlurmSession
+
+            return SlurmSession(config, open_transport(transport_spec(config), breaker))
         return cls(config, open_transport(transport_spec(config), breaker))
 
     def close(self) -> None:
@@ -164,6 +173,8 @@ class HostSession:
         key = (self.config.name, install, tuple(self.launcher_words(install)))
         if key not in _GRAMMARS:
             words = self.launcher_words(install)
+            # Asked before the help job is taken: asked after, it would start a second `--help` nobody waits for.
+            version = self.sglang_version(install)
             job = self._help.pop(install, None)
             result = job.result() if job is not None else self.sh(self._help_command(install), timeout=300)
             if "usage:" not in result.text:
@@ -171,7 +182,7 @@ class HostSession:
                     f"`{' '.join(words)} --help` on {self.config.name} printed no usage (exit {result.exit_code}): "
                     f"{(result.stderr_text or result.text)[-400:]}"
                 )
-            _GRAMMARS[key] = parse_help(result.text, self.sglang_version(install))
+            _GRAMMARS[key] = parse_help(result.text, version)
         return _GRAMMARS[key]
 
     def sglang_version(self, install: str | None = None) -> str | None:
@@ -284,6 +295,14 @@ class HostSession:
             http = httpx.HTTPTransport(verify=False)
         return ProbeClient(f"http://127.0.0.1:{port}", transport=http, api_key=api_key)
 
+    def queue_ahead(self, jobs: int) -> int:
+        """How many of `jobs` a batch scheduler's host has submitted at once, unless told (--max-queued)."""
+        return jobs
+
+    def launch_client(self, launch: Launch) -> ProbeClient:
+        """An HTTP client for a started launch's server."""
+        return self.probe_client(launch.spec.port, api_key=launch.api_key)
+
     def run_dir(self, run_id: str) -> str:
         """Where a run's files live on the host."""
         return posixpath.join(self.workdir, "runs", run_id)
@@ -305,7 +324,7 @@ def _in_background(work: Callable[[], T]) -> Future[T]:
 
 def transport_spec(config: HostConfig) -> Literal["local"] | SshTarget:
     """What `open_transport` needs to reach a host."""
-    if config.transport in ("local", "sim"):
+    if config.transport in ("local", "sim") or (config.transport == "slurm" and not config.host):
         return "local"
     if not config.host:
         raise LaunchError(f"host {config.name!r} has transport ssh but no ssh target")

@@ -160,6 +160,10 @@ class RunRecord:
     """The classifier's evidence, as JSON."""
     verdict: Verdict | None = None
     install: str | None = None
+    job_id: str | None = None
+    """The Slurm job of the run (hosts with `transport: slurm`)."""
+    node: str | None = None
+    """The node the run's job ran on."""
 
     def to_row(self) -> dict[str, Any]:
         """Column name -> SQL value."""
@@ -183,6 +187,8 @@ class RunRecord:
             "evidence": None if self.evidence is None else _to_json(self.evidence),
             "verdict": None if self.verdict is None else _to_json(self.verdict.to_dict()),
             "install": self.install,
+            "job_id": self.job_id,
+            "node": self.node,
         }
 
     @classmethod
@@ -209,7 +215,14 @@ class RunRecord:
             evidence=_from_json(row["evidence"]),
             verdict=None if verdict is None else Verdict.from_dict(verdict),
             install=row["install"],
+            job_id=row.get("job_id"),
+            node=row.get("node"),
         )
+
+    @property
+    def pending_s(self) -> float | None:
+        """Seconds the run's job waited in the batch queue (not part of its launch time)."""
+        return self.timings.get("pending_s")
 
     @property
     def ready_s(self) -> float | None:

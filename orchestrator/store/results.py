@@ -42,6 +42,10 @@ class CellResult:
     run_id: str | None = None
     """The run whose verdict the row shows."""
     flaky: bool = False
+    job_id: str | None = None
+    """The Slurm job of the shown run (Slurm hosts only)."""
+    pending_s: float | None = None
+    """Seconds the shown run's job waited in the batch queue (not counted in `ready_s`)."""
     unfinished_run_id: str | None = None
     """A run written but not finished (pending or launched): in flight, or cut off by an interruption."""
     needs_run: bool = True
@@ -86,6 +90,8 @@ class CellResult:
             "hosts": list(self.hosts),
             "passes_on": list(self.passes_on),
             "fails_on": list(self.fails_on),
+            "job_id": self.job_id,
+            "pending_s": self.pending_s,
         }
 
 
@@ -115,6 +121,8 @@ def aggregate(cell: Cell, runs: Iterable[RunRecord], retries_allowed: int = 0) -
         passes=statuses.count(Status.PASS),
         ready_s=shown.ready_s,
         run_id=shown.run_id,
+        job_id=shown.job_id,
+        pending_s=shown.pending_s,
         flaky=flaky,
         unfinished_run_id=unfinished,
         needs_run=last in _RETRYABLE and not mixed and len(done) < 1 + max(0, retries_allowed),

@@ -6,9 +6,10 @@ import sqlite3
 
 from orchestrator.errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """1: the first release. 2: cells.origin (which step of the plan added a cell), runs by cell (past verdicts).
-3: cells.host (the pool lane of a cell when the host is an axis)."""
+3: cells.host (the pool lane of a cell when the host is an axis). 4: runs.job_id and runs.node (a batch
+scheduler's job and the node it ran on)."""
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -60,6 +61,8 @@ CREATE TABLE IF NOT EXISTS runs (
     evidence   TEXT,
     verdict    TEXT,
     install    TEXT,
+    job_id     TEXT,
+    node       TEXT,
     FOREIGN KEY (sweep_id, cell_id) REFERENCES cells (sweep_id, cell_id) ON DELETE CASCADE,
     UNIQUE (sweep_id, cell_id, attempt)
 );
@@ -71,6 +74,7 @@ CREATE INDEX IF NOT EXISTS runs_by_cell ON runs (cell_id, state);
 _MIGRATIONS: dict[int, tuple[tuple[str, str, str], ...]] = {
     2: (("cells", "origin", "TEXT"),),
     3: (("cells", "host", "TEXT"),),
+    4: (("runs", "job_id", "TEXT"), ("runs", "node", "TEXT")),
 }
 """Version -> the columns (table, name, type) it added: additive only, so nothing stored changes. A column
 already there is left as it is (a store some development build half-migrated still comes up whole)."""

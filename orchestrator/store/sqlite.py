@@ -344,11 +344,23 @@ class Store:
             return RunRecord.from_row(row)
 
     def mark_launched(
-        self, run_id: str, run_dir: str, pgid: int | None, port: int | None, gpus: Sequence[int]
+        self,
+        run_id: str,
+        run_dir: str,
+        pgid: int | None,
+        port: int | None,
+        gpus: Sequence[int],
+        job_id: str | None = None,
     ) -> RunRecord:
-        """Record where and how a pending run was started."""
+        """Record where and how a pending run was started (a batch job: its job id)."""
         changes = {"state": "launched", "run_dir": run_dir, "pgid": pgid, "port": port, "gpus": tuple(gpus)}
+        if job_id is not None:
+            changes["job_id"] = job_id
         return self._advance(run_id, ("pending",), changes)
+
+    def set_placement(self, run_id: str, node: str | None, port: int | None, gpus: Sequence[int]) -> RunRecord:
+        """Record where a launched run's batch job ran (known only once it runs)."""
+        return self._advance(run_id, ("launched",), {"node": node, "port": port, "gpus": tuple(gpus)})
 
     def finish_run(
         self,

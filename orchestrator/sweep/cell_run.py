@@ -63,7 +63,9 @@ def build_spec(
     plain, secrets = launch_env(session.config, matrix, plan.cell.install)
     argv = launch_argv(session.launcher_words(plan.cell.install), plan, slot.port)
     secrets |= flag_secrets(argv, os.environ)
-    env = {**session.base_env, **plain, "CUDA_VISIBLE_DEVICES": ",".join(map(str, slot.gpus))}
+    env = {**session.base_env, **plain}
+    if not session.schedules_gpus:  # a batch scheduler sets it for the GPUs it gives the job
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.gpus))
     spec = LaunchSpec(
         run_id=run_id,
         argv=argv,
@@ -73,6 +75,7 @@ def build_spec(
         port=slot.port,
         run_dir=session.run_dir(run_id),
         install=plan.cell.install,
+        gpu_count=plan.cell.tp_size,
     )
     return spec, secrets
 
@@ -154,7 +157,10 @@ def launch_attempt(
         verdict = dataclasses.replace(failed, reason=f"not launched: {failed.reason}")
         store.finish_run(spec.run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
         return AttemptResult(cell, spec.run_id, verdict, slot, True)
-    store.mark_launched(spec.run_id, run_dir=spec.run_dir, pgid=launch.pgid, port=spec.port, gpus=spec.gpus)
+    store.mark_launched(
+        spec.run_id, run_dir=spec.run_dir, pgid=launch.pgid or None, port=spec.port or None, gpus=spec.gpus,
+        job_id=launch.job_id,
+    )  # fmt: skip
     return watch_attempt(store, session, cell, spec.run_id, launch, settings, on_event)
 
 
@@ -177,6 +183,10 @@ def watch_attempt(
         verdict = infra_verdict(exc)
         store.finish_run(run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
         return AttemptResult(cell, run_id, verdict, slot, False)
+    ran = report.launch
+    if ran is not None and ran.job_id is not None:
+        store.set_placement(run_id, node=ran.node, port=ran.spec.port, gpus=ran.spec.gpus)
+        slot = Slot(ran.spec.gpus, ran.spec.port)
     store.finish_run(
         run_id,
         outcome=report.outcome,

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from orchestrator.classify.unlaunched import scheduler_killed_verdict
 from orchestrator.classify.verdict import classify
 from orchestrator.harvest.evidence import Evidence, EvidenceBuilder
 from orchestrator.harvest.fetch import LogTail, harvest_huge
@@ -34,6 +35,8 @@ LIVE_LOG_BUDGET = 64 << 20
 """Bytes of log streamed whole; past this the final harvest moves only what matters (harvest_huge)."""
 
 PhaseCallback = Callable[[str, Phase | None], None]
+QUEUED_EVENT = "queued"
+"""The event of a launch still waiting in a batch scheduler's queue (`queued: pending (Resources)`)."""
 log = logging.getLogger(__name__)
 
 
@@ -56,6 +59,8 @@ class RunReport:
     pgid: int | None
     gpus_released: bool = True
     leftover_holders: list[GpuHolder] = field(default_factory=list)
+    launch: Launch | None = None
+    """The launch as it ran (a batch job's node, port and GPUs are known only once it runs)."""
 
 
 class LiveLog:
@@ -113,12 +118,16 @@ def execute_run(
     on_event: PhaseCallback | None = None,
 ) -> RunReport:
     """Watch one started (or re-attached) server: wait ready, probe, harvest, stop, and name the outcome."""
+    launcher = session.launcher
+    # A batch job first waits in the queue: its launch starts when it runs, and only then has a port.
+    launch = launcher.placed(launch, (lambda state: on_event(f"{QUEUED_EVENT}: {state}", None)) if on_event else None)
     started = launch.started_at
     spec = launch.spec
-    launcher = session.launcher
     live = LiveLog(LogTail(session.transport, spec.log_path), started, on_event, Masker(launch.secret_values))
+    if launch.pending_s is not None:
+        live.timings["pending_s"] = launch.pending_s
     probes: tuple[ProbeResult, ...] = ()
-    client = session.probe_client(spec.port, api_key=launch.api_key)
+    client = session.launch_client(launch)
     try:
         ready = wait_ready(
             client, is_alive=lambda: launcher.alive(launch), poll_log=live.poll, deadlines=settings.deadlines
@@ -146,6 +155,7 @@ def execute_run(
         # then the (costlier) liveness check is not needed.
         exit_code = launcher.exit_code(launch)
         died_alone = exit_code is not None or not launcher.alive(launch)
+        killed = launcher.killed_by_scheduler(launch) if died_alone else None
         if launcher.stop(launch, settings.deadlines.stop_grace):
             # Survived SIGTERM for the whole grace (ranks hung in shutdown): worth seeing in the record.
             live.timings["sigkill_after_s"] = settings.deadlines.stop_grace
@@ -160,9 +170,11 @@ def execute_run(
     )
     evidence = _final_evidence(session, spec, live)
     verdict = classify(evidence, outcome)
+    if killed is not None:
+        verdict = scheduler_killed_verdict(verdict, killed.state, killed.reason)
     released, leftovers = session.wait_gpus_released(spec.gpus, settings.deadlines.gpu_release)
     live.timings["total"] = round(time.monotonic() - started, 3)
-    return RunReport(outcome, evidence, verdict, live.timings, launch.pgid, released, leftovers)
+    return RunReport(outcome, evidence, verdict, live.timings, launch.pgid, released, leftovers, launch)
 
 
 def _probe_through_drops(

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from orchestrator.model import Cell, Phase, Status
 from orchestrator.sweep.cell_run import AttemptResult
+from orchestrator.sweep.execute import QUEUED_EVENT
 from orchestrator.sweep.preflight import Preflight
 
 RATE_WINDOW = 10
@@ -136,6 +137,8 @@ class SweepProgress:
                 self.first_launch = now
             entry = self.in_flight.setdefault(cell.cell_id, _InFlight(cell, now))
             entry.phase = phase.value if phase else event
+            if event.startswith(QUEUED_EVENT):  # the launch's time starts when its job runs, not in the queue
+                entry.started = time.monotonic()
         self._refresh()
 
     def on_result(self, result: AttemptResult) -> None:

@@ -69,8 +69,8 @@ def settle_in_flight(
         if launch is not None and alive and run.cell_id in cells:
             if run.state == "pending":  # launched, but killed before it could say so
                 store.mark_launched(
-                    run.run_id, run_dir=launch.spec.run_dir, pgid=launch.pgid, port=launch.spec.port,
-                    gpus=launch.spec.gpus,
+                    run.run_id, run_dir=launch.spec.run_dir, pgid=launch.pgid or None, port=launch.spec.port or None,
+                    gpus=launch.spec.gpus, job_id=launch.job_id,
                 )  # fmt: skip
             launch.api_key = cell_api_key(cells[run.cell_id], os.environ)
             host_secrets = resolve_env(session.config.env_for(run.install), os.environ, session.config.secrets)[1]
@@ -90,24 +90,32 @@ def settle_in_flight(
 
     if alive_ones:
         with ThreadPoolExecutor(max_workers=len(alive_ones), thread_name_prefix="reattach") as pool:
-            list(pool.map(follow, alive_ones))
+            try:
+                list(pool.map(follow, alive_ones))
+            except BaseException:
+                session.launcher.abandon()  # a batch job of ours must not run on unwatched
+                raise
 
 
 def recover_launch(session: HostSession, run: RunRecord) -> Launch | None:
     """The launch of a run as its run directory records it (pid file), or None if it never started."""
     if not run.run_dir:
         return None
-    spec = LaunchSpec(
+    return session.launcher.recover(recover_spec(run))
+
+
+def recover_spec(run: RunRecord) -> LaunchSpec:
+    """What the store knows of a run's launch, enough to find, follow and stop it."""
+    return LaunchSpec(
         run_id=run.run_id,
         argv=(),
         env={},
         secret_names=(),
         gpus=tuple(run.gpus),
         port=run.port or 0,
-        run_dir=run.run_dir,
+        run_dir=run.run_dir or "",
         install=run.install,
     )
-    return session.launcher.recover(spec)
 
 
 def cell_api_key(cell: Cell, environ: Mapping[str, str]) -> str | None:
@@ -128,6 +136,9 @@ def reap_orphans(
 
     `host`: only the runs on that host (a pool's other hosts have their own process tables).
     """
+    if session.schedules_gpus:
+        cancel_leftover_jobs(store, session, sweep_id, grace_s)
+        return []
     pairs = [
         (r.pgid, r.run_dir)
         for r in store.runs(sweep_id)
@@ -141,6 +152,12 @@ def reap_orphans(
     for pgid in reaped:
         session.transport.kill_group(pgid, grace_s)
     return reaped
+
+
+def cancel_leftover_jobs(store: Store, session: HostSession, sweep_id: str, grace_s: float) -> list[str]:
+    """Cancel the batch jobs of this sweep's finished runs still in the queue (a scancel that failed); their ids."""
+    ids = [r.job_id for r in store.runs(sweep_id) if r.state not in UNFINISHED_STATES and r.job_id]
+    return session.launcher.cancel_leftovers(ids, grace_s)
 
 
 def record_invalid(store: Store, sweep_id: str, host: str, plan: CellPlan) -> None:

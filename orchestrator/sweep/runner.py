@@ -41,6 +41,7 @@ from orchestrator.sweep.recover import (
 )
 from orchestrator.sweep.scheduler import Job, Scheduler
 from orchestrator.sweep.strategy import starting_cells
+from orchestrator.sweep.terminate import terminate_as_interrupt
 from orchestrator.transport import HostBreaker
 
 EventSink = Callable[[Cell, str, Phase | None], None]
@@ -83,6 +84,8 @@ class SweepOptions:
     """Launch cells that past sweeps proved bad on this host, version and GPU (else they are skipped)."""
     wait_for_host_s: float = 0.0
     """How long to wait for a host that went down before its remaining cells are infra (0: not at all)."""
+    max_queued: int | None = None
+    """On a Slurm host: jobs submitted ahead at most (None: every cell at once; Slurm queues them)."""
 
 
 def sweep_settings(matrix: Matrix, host: HostConfig, options: SweepOptions, scenario: str | None) -> dict[str, Any]:
@@ -180,10 +183,11 @@ def resume_sweep(
         try:
             store.reopen_sweep(sweep_id)
             hooks.on_start(sweep_id)
-            settle_in_flight(
-                store, session, lambda: HostSession.open(host), sweep_id, options.settings, hooks.on_reattach,
-                hooks.on_event,
-            )  # fmt: skip
+            with terminate_as_interrupt(session.schedules_gpus):
+                settle_in_flight(
+                    store, session, lambda: HostSession.open(host), sweep_id, options.settings, hooks.on_reattach,
+                    hooks.on_event,
+                )  # fmt: skip
             # Before preflight, whose check for foreign GPU holders would take these for strangers'.
             reap_orphans(store, session, sweep_id, options.settings.deadlines.stop_grace)
             whole = expand(matrix) if strategy != "pairwise" else []
@@ -307,8 +311,10 @@ def _run_jobs(
         on_result=hooks.on_result,
         stop_on_infra=options.on_infra == "stop",
         watch=host_watch(session, breaker, options, hooks),
+        max_queued=options.max_queued,
     )
-    scheduler.run(jobs)
+    with terminate_as_interrupt(session.schedules_gpus):
+        scheduler.run(jobs)
     return scheduler.stopped is not None
 
 

@@ -61,6 +61,7 @@ class Scheduler:
         stop_on_infra: bool = False,
         watch: HostWatch | None = None,
         shared: bool = False,
+        max_queued: int | None = None,
     ):
         self.store = store
         self.open_session = open_session
@@ -78,6 +79,8 @@ class Scheduler:
         self.shared = shared
         """The job queue is shared with the schedulers of other hosts (a pool): a host that is down leaves
         its jobs to them instead of recording them infra."""
+        self.max_queued = max_queued
+        """A batch scheduler's host: jobs submitted ahead at most (None: every cell at once)."""
         self.stopped: AttemptResult | None = None
         """The infra result that stopped the sweep (stop_on_infra): nothing starts after it."""
         self.pool = GpuPool(main.config.gpus)
@@ -99,36 +102,49 @@ class Scheduler:
     def run(self, jobs: list[Job] | deque[Job]) -> None:
         """Run every job (and the retries they earn) to a verdict; a deque is used as is (a pool's shared queue)."""
         pending = jobs if isinstance(jobs, deque) else deque(jobs)
-        width = self.main.config.gpus if self.packed else 1
+        width = self._width(len(pending))
         in_flight: dict[Future[AttemptResult], Job] = {}
         ports: dict[Future[AttemptResult], int] = {}
         try:
             with ThreadPoolExecutor(max_workers=max(1, width), thread_name_prefix="cell") as executor:
-                while pending or in_flight:
-                    if self.stopped is not None:
-                        self._skip(pending, self.stopped)
-                    elif self.watch is not None and not self.watch.up():
-                        if not self.shared:
-                            self._refuse_host_down(pending, self.watch)
-                        elif not in_flight:
-                            break  # the pool's other hosts run what is left
-                    else:
-                        self._start_fitting(pending, in_flight, ports, executor, width)
-                    if not in_flight:
-                        if self.shared:
-                            if any(j.plan.cell.tp_size <= len(self.pool.free) for j in list(pending)):
-                                continue  # lost a job to another host of the pool: try the next one
-                            break  # what no host of the pool can run is refused by the pool, once every host ends
-                        self._refuse_unrunnable(pending)
-                        continue
-                    done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        job = in_flight.pop(future)
-                        ports.pop(future, None)
-                        self._finished(job, future.result(), pending)
+                try:
+                    while pending or in_flight:
+                        if self.stopped is not None:
+                            self._skip(pending, self.stopped)
+                        elif self.watch is not None and not self.watch.up():
+                            if not self.shared:
+                                self._refuse_host_down(pending, self.watch)
+                            elif not in_flight:
+                                break  # the pool's other hosts run what is left
+                        else:
+                            self._start_fitting(pending, in_flight, ports, executor, width)
+                        if not in_flight:
+                            if self.shared:
+                                if any(j.plan.cell.tp_size <= len(self.pool.free) for j in list(pending)):
+                                    continue  # lost a job to another host of the pool: try the next one
+                                break  # what no host of the pool can run is refused by the pool, once every host ends
+                            self._refuse_unrunnable(pending)
+                            continue
+                        done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                        for future in done:
+                            job = in_flight.pop(future)
+                            ports.pop(future, None)
+                            self._finished(job, future.result(), pending)
+                except BaseException:
+                    # Before the pool waits for its workers: a batch job of ours must not run on unwatched.
+                    self.main.launcher.abandon()
+                    raise
         finally:
             for session in self._sessions:
                 session.close()
+
+    def _width(self, jobs: int) -> int:
+        """Launches in flight at once: the host's GPUs (packing), 1 (serial), or the jobs queued ahead on Slurm."""
+        if not self.packed:
+            return 1
+        if self.main.schedules_gpus:
+            return max(1, min(jobs, self.max_queued or self.main.queue_ahead(jobs)))
+        return self.main.config.gpus
 
     def _start_fitting(
         self,
@@ -138,6 +154,12 @@ class Scheduler:
         executor: ThreadPoolExecutor,
         width: int,
     ) -> None:
+        if self.main.schedules_gpus:
+            # Slurm packs the jobs onto GPUs and nodes; each job picks its own port on its node.
+            while pending and len(in_flight) < width:
+                job = pending.popleft()
+                in_flight[executor.submit(self._attempt, job, Slot((), 0))] = job
+            return
         taking: set[int] = set()
         holders = _Holders(lambda: self.main.gpu_holders(self._our_pgids(), set(self.pool.free) | taking))
         starts: list[tuple[Job, tuple[int, ...]]] = []
@@ -193,7 +215,7 @@ class Scheduler:
         )
 
     def _finished(self, job: Job, result: AttemptResult, pending: deque[Job]) -> None:
-        if result.gpus_released:
+        if result.gpus_released and not self.main.schedules_gpus:
             self.pool.give_back(result.slot.gpus)
         if self.on_result:
             self.on_result(result)
