@@ -126,6 +126,8 @@ class Scheduler:
                         job = in_flight.pop(future)
                         ports.pop(future, None)
                         self._finished(job, future.result(), pending)
+            if self.watch is not None:  # down on its last cell in flight: no round of starts asked `up()` since
+                self.watch.say_down("nothing else was queued for it")
         finally:
             for session in self._sessions:
                 session.close()
