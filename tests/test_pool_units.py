@@ -20,6 +20,7 @@ from orchestrator.store.records import RunRecord
 from orchestrator.store.results import aggregate
 from orchestrator.store.schema import SCHEMA_VERSION
 from orchestrator.store.sqlite import Store
+from orchestrator.sweep.hostdown import HostWatch
 from orchestrator.sweep.plan import CellPlan
 from orchestrator.sweep.pool import Member, laned, pool_lanes
 from orchestrator.sweep.preflight import Preflight
@@ -164,3 +165,24 @@ def test_compare_matches_each_lane_of_the_host_axis_to_the_same_lane() -> None:
     assert [c.label for c in result.regressions] == ["host=b, attention-backend=triton"]
     swapped = compare(before, view([replace(on_a, lane="b", host="b"), replace(on_b, lane="a", host="a")]))
     assert swapped.matched == 2 and not swapped.regressions
+
+
+def test_a_host_of_a_pool_that_goes_down_is_said_once_even_with_nothing_queued_for_it() -> None:
+    said: list[str] = []
+    breaker = HostBreaker("b")
+    watch = HostWatch("b", breaker, check=lambda: None, announce=lambda _h, line: said.append(line), pooled=True)
+    assert watch.up() and not watch.say_down() and said == []
+    breaker.trip("gave up after 6 attempts: connection refused")
+    # Its last cell in flight failed and the other hosts had taken every queued cell: its scheduler ends
+    # without another round of starts, and says so on the way out.
+    assert watch.say_down("nothing else was queued for it")
+    assert not watch.up() and watch.say_down()
+    assert said == ["host b is down (gave up after 6 attempts: connection refused); nothing else was queued for it"]
+
+    said.clear()
+    other = HostWatch("b", HostBreaker("b"), check=lambda: None, announce=lambda _h, line: said.append(line),
+                      pooled=True)  # fmt: skip
+    other.breaker.trip("connection refused")
+    assert not other.up() and not other.up()
+    assert said == ["host b is down (connection refused); the pool's hosts still up run its queued cells "
+                    "(pass --wait-for-host DURATION to wait for it)"]  # fmt: skip

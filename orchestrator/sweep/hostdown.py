@@ -34,28 +34,46 @@ class HostWatch:
         check: Callable[[], object],
         announce: Announce,
         sleep: Callable[[float], None] = time.sleep,
+        pooled: bool = False,
     ) -> None:
         self.name = name
         self.breaker = breaker
         self.wait_s = max(0.0, wait_s)
+        self.pooled = pooled
+        """One host of a pool: its queued cells go to the others while it is down, rather than being infra."""
         self._check = check
         self._announce = announce
         self._sleep = sleep
         self._announced_at: float | None = None
 
-    def up(self) -> bool:
-        """True when the host takes cells; blocks while waiting for a host that is down (`wait_s`)."""
+    def say_down(self, then: str = "") -> bool:
+        """Tell the user, once per outage, that the host is down and what `then` happens; True while it is.
+
+        Asked before every round of starts (`up`) and when the host's scheduler ends: the host may go down
+        on its last cell in flight, with nothing left queued for it, and that must be said too.
+        """
         trip = self.breaker.tripped
         if trip is None:
-            return True
+            return False
         if self._announced_at != trip.at:
             self._announced_at = trip.at
-            then = (
-                f"waiting up to {self.wait_s:g}s for it to come back (--wait-for-host)"
-                if self.wait_s
-                else "its remaining cells are infra (pass --wait-for-host DURATION to wait for it)"
-            )
-            self._announce(self.name, f"host {self.name} is down ({trip.reason}); {then}")
+            self._announce(self.name, f"host {self.name} is down ({trip.reason}); {then or self._what_next()}")
+        return True
+
+    def _what_next(self) -> str:
+        if self.wait_s:
+            return f"waiting up to {self.wait_s:g}s for it to come back (--wait-for-host)"
+        if self.pooled:
+            return "the pool's hosts still up run its queued cells (pass --wait-for-host DURATION to wait for it)"
+        return "its remaining cells are infra (pass --wait-for-host DURATION to wait for it)"
+
+    def up(self) -> bool:
+        """True when the host takes cells; blocks while waiting for a host that is down (`wait_s`)."""
+        if not self.say_down():
+            return True
+        trip = self.breaker.tripped
+        if trip is None:
+            return True  # came back (closed by another connection) since say_down looked
         deadline = trip.at + self.wait_s
         while (left := deadline - time.time()) > 0:
             self._sleep(min(RETRY_EVERY_S, left))

@@ -276,7 +276,7 @@ def _run_lanes(
 
     def run(member: Member, lane: Lane) -> None:
         assert member.session is not None
-        watch = host_watch(member.session, member.breaker, options, hooks)
+        watch = host_watch(member.session, member.breaker, options, hooks, pooled=True)
         watches[member.name] = watch
         scheduler = Scheduler(
             store, member.open_session, member.session, sweep_id, options.settings, options.retries,

@@ -318,11 +318,13 @@ def _run_jobs(
     return scheduler.stopped is not None
 
 
-def host_watch(session: HostSession, breaker: HostBreaker, options: SweepOptions, hooks: SweepHooks) -> HostWatch:
+def host_watch(
+    session: HostSession, breaker: HostBreaker, options: SweepOptions, hooks: SweepHooks, *, pooled: bool = False
+) -> HostWatch:
     """The scheduler's view of whether `session`'s host is up (checked again with a `true` on the host)."""
     return HostWatch(
         session.config.name, breaker, wait_s=options.wait_for_host_s,
-        check=lambda: session.transport.run("true", timeout=10.0), announce=hooks.on_host,
+        check=lambda: session.transport.run("true", timeout=10.0), announce=hooks.on_host, pooled=pooled,
     )  # fmt: skip
 
 

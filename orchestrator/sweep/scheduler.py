@@ -134,6 +134,8 @@ class Scheduler:
                     # Before the pool waits for its workers: a batch job of ours must not run on unwatched.
                     self.main.launcher.abandon()
                     raise
+            if self.watch is not None:  # down on its last cell in flight: no round of starts asked `up()` since
+                self.watch.say_down("nothing else was queued for it")
         finally:
             for session in self._sessions:
                 session.close()
