@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from orchestrator.config.model import HostConfig, Matrix, OnInfra
@@ -149,7 +150,7 @@ def start_sweep(
             hooks.on_start(sweep_id)
             for plan in start.invalid:
                 record_invalid(store, sweep_id, host.name, plan)
-            run_jobs = jobs_runner(store, session, host, sweep_id, matrix, options, hooks, breaker)
+            run_jobs = partial(_run_jobs, store, session, host, sweep_id, matrix, options, hooks, breaker)
             run = Launcher(store, sweep_id, host.name, hooks.on_result, proofs, run_jobs)
             stopped = run([Job(p, 1) for p in start.valid])
             if strategy == "adaptive" and not stopped:
@@ -228,7 +229,7 @@ def resume_sweep(
             for plan in preflight.invalid:
                 if plan.cell.cell_id not in done:
                     record_invalid(store, sweep_id, host.name, plan)
-            run_jobs = jobs_runner(store, session, host, sweep_id, matrix, options, hooks, breaker)
+            run_jobs = partial(_run_jobs, store, session, host, sweep_id, matrix, options, hooks, breaker)
             run = Launcher(store, sweep_id, host.name, hooks.on_result, proofs, run_jobs)
             stopped = run(jobs)
             if budget is not None and not stopped:
@@ -253,20 +254,6 @@ def _launched(store: Store, sweep_id: str, preflight: Preflight, proofs: dict[st
     """Cells of the sweep that cost a launch: valid ones, less the known-bad ones skipped."""
     valid = {p.cell.cell_id for p in preflight.valid}
     return len([c for c in store.get_cells(sweep_id) if c.cell_id in valid and c.cell_id not in proofs])
-
-
-def jobs_runner(
-    store: Store,
-    session: HostSession,
-    host: HostConfig,
-    sweep_id: str,
-    matrix: Matrix,
-    options: SweepOptions,
-    hooks: SweepHooks,
-    breaker: HostBreaker,
-) -> Callable[[list[Job]], bool]:
-    """Jobs to verdicts on this sweep's host, as one call (what the known-bad filter and localisation use)."""
-    return lambda jobs: _run_jobs(store, session, host, sweep_id, matrix, options, hooks, jobs, breaker)
 
 
 def launch_estimate_for(
@@ -294,10 +281,13 @@ def _run_jobs(
     matrix: Matrix,
     options: SweepOptions,
     hooks: SweepHooks,
-    jobs: list[Job],
     breaker: HostBreaker,
+    jobs: list[Job],
 ) -> bool:
-    """Run the jobs to their verdicts; True when an infra verdict stopped the sweep (on_infra: stop)."""
+    """Run the jobs to their verdicts; True when an infra verdict stopped the sweep (on_infra: stop).
+
+    Bound to a sweep with `partial`, it is the one call the known-bad filter and localisation use.
+    """
     scheduler = Scheduler(
         store,
         lambda: HostSession.open(host, breaker),
