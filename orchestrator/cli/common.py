@@ -11,8 +11,6 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from orchestrator.config.hosts import load_groups
-from orchestrator.config.load import builtin_sim_host, load_hosts
 from orchestrator.config.model import HostConfig
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.report.table import term_lines
@@ -34,6 +32,9 @@ def hosts_candidates(hosts_file: Path | None) -> list[Path]:
 
 def resolve_host(name: str | None, *, scenario: Path | None, hosts_file: Path | None) -> HostConfig:
     """The host a command runs on: `sim` is built in; others come from the first hosts.yaml found."""
+    # Here, not at the top: `table`, `classify` and `--help` must start without pydantic's schemas.
+    from orchestrator.config.load import builtin_sim_host, load_hosts
+
     if not name:
         raise ConfigError("no host given", fix="pass --host NAME (an entry of configs/hosts.yaml, or sim)")
     tried = hosts_candidates(hosts_file)
@@ -58,6 +59,9 @@ def resolve_host(name: str | None, *, scenario: Path | None, hosts_file: Path | 
 
 def resolve_hosts(names: Sequence[str], *, scenario: Path | None, hosts_file: Path | None) -> list[HostConfig]:
     """The hosts of a sweep: each `--host` (a host, or a group of hosts.yaml), in order, each host once."""
+    from orchestrator.config.hosts import load_groups
+    from orchestrator.config.load import load_hosts
+
     hosts_path = next((p for p in hosts_candidates(hosts_file) if p.exists()), None)
     groups = load_groups(hosts_path) if hosts_path is not None else {}
     if hosts_path is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.prompt import Confirm
@@ -13,8 +14,10 @@ from orchestrator.model import Status
 from orchestrator.store.records import SweepRecord
 from orchestrator.store.results import CellResult
 from orchestrator.sweep.adaptive import STOP_TEXT
-from orchestrator.sweep.costing import CostRefused, LaunchCost
 from orchestrator.sweep.known_bad import KNOWN_BAD_PREFIX
+
+if TYPE_CHECKING:  # `table` prints not_run_lines: it must not load the preflight machinery costing needs
+    from orchestrator.sweep.costing import LaunchCost
 
 
 def confirm_cost(
@@ -28,6 +31,8 @@ def confirm_cost(
 
     `paused` keeps a live display from drawing over the question.
     """
+    from orchestrator.sweep.costing import CostRefused
+
     console.print(f"plan: {cost.text()}", soft_wrap=True)
     hours = cost.estimate.hours
     if hours <= max_hours or yes:

@@ -17,16 +17,14 @@ from rich.text import Text
 from orchestrator.cli.common import exits_on_error, make_console, resolve_host
 from orchestrator.cli.root import app
 from orchestrator.config.load import load_matrix
-from orchestrator.config.model import effective_deadlines
+from orchestrator.config.model import HostConfig, Matrix, effective_deadlines
 from orchestrator.errors import ConfigError
-from orchestrator.host.session import HostSession
 from orchestrator.matrix.expand import expand
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help, version_of_capture
+from orchestrator.model import Cell
 from orchestrator.store import Store, default_db_path
 from orchestrator.sweep.plan import CellPlan, plan_cells
-from orchestrator.sweep.plan_steps import plan_cost
-from orchestrator.sweep.preflight import run_preflight
 from orchestrator.sweep.strategy import cost_line
 
 NOT_CHECKED = "not checked against a host"
@@ -62,17 +60,7 @@ def validate(
             source = f"{against} ({grammar.prog})"
         elif host is not None:
             host_config = resolve_host(host, scenario=scenario, hosts_file=hosts_file)
-            session = HostSession.open(host_config)
-            try:
-                preflight = run_preflight(session, cells, check_gpus=False)
-            finally:
-                session.close()
-            plans = preflight.plans
-            path = db or default_db_path()
-            with Store(path, create=False) if path.is_file() else nullcontext() as store:
-                deadlines = effective_deadlines(host_config, matrix)
-                cost = plan_cost(store, host_config, deadlines, preflight, None).text()
-            source = f"host {host_config.name} ({', '.join(f'{k} {v}' for k, v in preflight.versions.items() if v)})"
+            plans, cost, source = _on_host(matrix, cells, host_config, db)
         else:
             plans = [CellPlan(c, ()) for c in cells]
             cost = None
@@ -105,6 +93,28 @@ def validate(
             err=True,
         )
         raise typer.Exit(1)
+
+
+def _on_host(
+    matrix: Matrix, cells: list[Cell], host_config: HostConfig, db: Path | None
+) -> tuple[list[CellPlan], str, str]:
+    """The host's preflight of every cell, the cost line from the store's past runs, and what was checked."""
+    # Here, not at the top: a check against a saved --help (or none) must start without SSH and HTTP.
+    from orchestrator.host.session import HostSession
+    from orchestrator.sweep.plan_steps import plan_cost
+    from orchestrator.sweep.preflight import run_preflight
+
+    session = HostSession.open(host_config)
+    try:
+        preflight = run_preflight(session, cells, check_gpus=False)
+    finally:
+        session.close()
+    path = db or default_db_path()
+    with Store(path, create=False) if path.is_file() else nullcontext() as store:
+        deadlines = effective_deadlines(host_config, matrix)
+        cost = plan_cost(store, host_config, deadlines, preflight, None).text()
+    versions = ", ".join(f"{k} {v}" for k, v in preflight.versions.items() if v)
+    return list(preflight.plans), cost, f"host {host_config.name} ({versions})"
 
 
 def _grammar_from_file(path: Path) -> FlagGrammar:
