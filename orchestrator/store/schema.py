@@ -92,7 +92,8 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
         if old is not None and old < SCHEMA_VERSION:
             for target in sorted(_MIGRATIONS):
                 for table, column, kind in _MIGRATIONS[target]:
-                    if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+                    have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+                    if have and column not in have:  # a table not there yet comes whole from the DDL below
                         conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
             conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
         for statement in _DDL.split(";"):
