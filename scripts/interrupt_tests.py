@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 
 from tests import procs  # noqa: E402  (the repository root is put on the path just above)
 
-SUBSET = ["tests/test_run_ssh.py", "tests/test_secret_flag.py", "tests/test_sim_server.py"]
+SUBSET = ["tests/e2e/test_run_ssh.py", "tests/e2e/test_secret_flag.py", "tests/sim/test_server.py"]
 
 
 def left_behind(mark: str, basetemp: Path) -> list[str]:

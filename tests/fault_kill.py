@@ -1,6 +1,6 @@
 """`kill -9` of the orchestrator at a seeded random moment of a sweep, then `--resume`: one kill point, measured.
 
-Shared by tests/test_faults_resume.py (a few points) and scripts/kill_resume (all twenty). Each point
+Shared by tests/e2e/test_faults_resume.py (a few points) and scripts/kill_resume (all twenty). Each point
 gets a host of its own (workdir, store, GPU state), so points never see each other's processes.
 """
 

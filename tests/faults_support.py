@@ -1,4 +1,4 @@
-"""Helpers of the fault-injection tests (tests/test_faults_*.py): simulated hosts, sweeps, holders, clean-up.
+"""Helpers of the fault-injection tests (tests/e2e/test_faults_*.py): simulated hosts, sweeps, holders, clean-up.
 
 Everything started here is stopped by the process group it was started in, never by name.
 """

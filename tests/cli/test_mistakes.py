@@ -1,0 +1,99 @@
+"""Common mistakes end in one line naming the file and the fix, exit 1, before any work: never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from orchestrator.cli import app
+from orchestrator.store import Store
+from tests.paths import REPO
+from tests.store.test_records import make_cell, make_outcome, make_run, make_sweep, make_verdict
+
+SWEEP = make_sweep()
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args))
+
+
+def fill(db: Path) -> None:
+    """A one-cell sweep without installs."""
+    with Store(db) as store:
+        store.create_sweep(SWEEP)
+        cell = make_cell()
+        store.save_cells(SWEEP.sweep_id, [cell])
+        run = make_run(cell)
+        store.create_run(run)
+        store.finish_run(run.run_id, make_outcome(), None, make_verdict(), {})
+
+
+def one_clear_line(result: Result, *needles: str) -> str:
+    """The error as the user sees it: exit 1, no traceback, one line holding every needle and a fix."""
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    assert "Traceback" not in result.output and "fix" in lines[0], lines[0]
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    """A real read-only filesystem (a tmpfs remounted ro) holding a store; skipped where mounting is not allowed."""
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        fill(mount / "o.db")
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True, capture_output=True)
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False, capture_output=True)
+
+
+def test_report_html_into_a_missing_folder(tmp_path: Path) -> None:
+    target = tmp_path / "no-such-dir" / "night.html"
+    # Checked before the store is even opened: this store does not exist either.
+    line = one_clear_line(invoke("report", "--html", str(target), "--db", str(tmp_path / "none.db")), str(target))
+    assert "does not exist" in line and not target.parent.exists()
+
+
+def test_report_html_into_a_read_only_folder_and_a_store_on_a_read_only_filesystem(
+    read_only_dir: Path, tmp_path: Path
+) -> None:
+    db = read_only_dir / "o.db"
+    line = one_clear_line(invoke("report", "--html", str(read_only_dir / "x.html"), "--db", str(db)), "x.html")
+    assert "read-only" in line
+    # The store itself can be read where it lies: table, explain and a report written elsewhere all work.
+    table = invoke("table", "--db", str(db), "--format", "json")
+    assert table.exit_code == 0 and SWEEP.sweep_id in table.output, table.output
+    assert invoke("explain", "--db", str(db)).exit_code == 0
+    page = tmp_path / "night.html"
+    assert invoke("report", "--html", str(page), "--db", str(db)).exit_code == 0 and page.stat().st_size > 1000
+    # Writing to it is refused up front, naming the file and the fix, before any host is contacted.
+    sweep = invoke("sweep", str(REPO / "configs" / "glm5-nvfp4-sm120.yaml"), "--host", "sim", "--db", str(db))
+    assert "read-only" in one_clear_line(sweep, str(db), "--db")
+
+
+def test_compare_installs_on_a_sweep_without_installs(tmp_path: Path) -> None:
+    db = tmp_path / "o.db"
+    fill(db)
+    line = one_clear_line(invoke("compare", SWEEP.sweep_id, "--installs", "before,after", "--db", str(db)), str(db))
+    assert "has no installs" in line and "orchestrator compare OLD NEW" in line
+
+
+def test_sweep_json_out_into_a_missing_folder_is_refused_before_the_sweep(tmp_path: Path) -> None:
+    target = tmp_path / "nope" / "t.json"
+    db = tmp_path / "o.db"
+    matrix = str(REPO / "configs" / "glm5-nvfp4-sm120.yaml")
+    result = invoke("sweep", matrix, "--host", "sim", "--db", str(db), "--json-out", str(target))
+    one_clear_line(result, str(target), "--json-out")
+    assert not db.exists()
