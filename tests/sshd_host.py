@@ -18,6 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -250,3 +251,19 @@ class SshdHost:
     @staticmethod
     def _keygen(path: Path, comment: str) -> None:
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)], check=True)
+
+
+@contextlib.contextmanager
+def ssh_agent_holding(key: Path, sock: Path) -> Iterator[str]:
+    """An ssh-agent of our own (ended by its pid) listening on `sock` and holding `key`; yields the socket path."""
+    proc = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 5
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        env = {"SSH_AUTH_SOCK": str(sock), "PATH": "/usr/bin:/bin"}
+        subprocess.run(["ssh-add", "-q", str(key)], env=env, check=True, capture_output=True)
+        yield str(sock)
+    finally:
+        proc.terminate()
+        proc.wait(5)

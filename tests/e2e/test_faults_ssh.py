@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,28 +19,13 @@ import pytest
 from orchestrator.model import Cell, Phase
 from orchestrator.store.sqlite import Store
 from tests.fault_harness import EXPECTED, FaultHost, sweep_in_process
-from tests.sshd_host import SshdHost, login_user
+from tests.sshd_host import SshdHost
 
 pytestmark = pytest.mark.ssh
 
 PASSING = "attention-backend=flashinfer, kv-cache-dtype=bf16"
 OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxQ2F0i8yBkt1dXyF3cvT7qJw1jxvB9ZD7cW9u0z1c3"
 
-
-@pytest.fixture
-def own_sshd(sshd: SshdHost) -> Iterator[SshdHost]:
-    """An sshd of this test alone (these tests kill its connections and restart it)."""
-    host = SshdHost(login_user()).start()
-    yield host
-    host.cleanup()
-
-
-@pytest.fixture
-def slow_host(own_sshd: SshdHost, tmp_path: Path) -> Iterator[FaultHost]:
-    """The fault host over `own_sshd`, decoding slowly enough (0.05 s a token) to cut a probe mid-request."""
-    fh = FaultHost(tmp_path, sshd=own_sshd, decode_s=0.05)
-    yield fh
-    fh.reap()
 
 
 def _access_lines(fh: FaultHost, label: str, request: str) -> int:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -19,27 +17,12 @@ from orchestrator.store.sqlite import Store
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.runner import SweepHooks, SweepOptions, start_sweep
 from tests.fault_harness import EXPECTED, FaultHost
-from tests.sshd_host import SshdHost, login_user
+from tests.sshd_host import SshdHost
 
 pytestmark = pytest.mark.ssh
 
 PASSING = "attention-backend=flashinfer, kv-cache-dtype=bf16"
 
-
-@pytest.fixture
-def own_sshd(sshd: SshdHost) -> Iterator[SshdHost]:
-    """An sshd of this test alone (the tests stop it)."""
-    host = SshdHost(login_user()).start()
-    yield host
-    host.cleanup()
-
-
-@pytest.fixture
-def slow_host(own_sshd: SshdHost, tmp_path: Path) -> Iterator[FaultHost]:
-    """The fault host over `own_sshd`, decoding slowly (0.05 s a token) so that the kill lands mid-probe."""
-    fh = FaultHost(tmp_path, sshd=own_sshd, decode_s=0.05)
-    yield fh
-    fh.reap()
 
 
 def _sweep(fh: FaultHost, on_event: object, wait_for_host_s: float = 0.0) -> tuple[str, list[str]]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,26 +9,16 @@ import pytest
 
 from orchestrator.errors import ConnectFailed
 from orchestrator.transport import SshTarget, open_transport
-from tests.sshd_host import SshdHost
+from tests.sshd_host import SshdHost, ssh_agent_holding
 
 
 @pytest.fixture
 def agent(tmp_path: Path, sshd: SshdHost, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """An ssh-agent of our own (killed by its pid) holding the loopback sshd's client key."""
-    sock = str(tmp_path / "agent.sock")
-    proc = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 5
-        while not Path(sock).exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        env = {"SSH_AUTH_SOCK": sock, "PATH": "/usr/bin:/bin"}
-        subprocess.run(["ssh-add", "-q", str(sshd.client_key)], env=env, check=True, capture_output=True)
+    with ssh_agent_holding(sshd.client_key, tmp_path / "agent.sock") as sock:
         monkeypatch.setenv("SSH_AUTH_SOCK", sock)
         monkeypatch.setenv("HOME", str(tmp_path))  # no default identity files of the machine's user
         yield sock
-    finally:
-        proc.terminate()
-        proc.wait(5)
 
 
 def _config(tmp_path: Path, sshd: SshdHost, extra: str = "") -> str:

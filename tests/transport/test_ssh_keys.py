@@ -4,7 +4,6 @@ never key material (issue 16 item 3). Against the real loopback sshd, with a key
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 from orchestrator.errors import ConnectFailed
 from orchestrator.transport import SshTarget, open_transport
 from orchestrator.transport.ssh_keys import fingerprint
-from tests.sshd_host import SshdHost
+from tests.sshd_host import SshdHost, ssh_agent_holding
 
 pytestmark = pytest.mark.ssh
 
@@ -39,20 +38,10 @@ def _no_material(message: str, *keys: Path) -> None:
 def stranger_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An ssh-agent of our own (ended by its pid) holding a key the sshd does not accept; HOME without keys."""
     key = _keygen(tmp_path / "agent_ed25519")
-    sock = str(tmp_path / "agent.sock")
-    proc = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 5
-        while not Path(sock).exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        env = {"SSH_AUTH_SOCK": sock, "PATH": "/usr/bin:/bin"}
-        subprocess.run(["ssh-add", "-q", str(key)], env=env, check=True, capture_output=True)
+    with ssh_agent_holding(key, tmp_path / "agent.sock") as sock:
         monkeypatch.setenv("SSH_AUTH_SOCK", sock)
         monkeypatch.setenv("HOME", str(tmp_path))
         yield key
-    finally:
-        proc.terminate()
-        proc.wait(5)
 
 
 def test_fingerprints_match_ssh_keygen(tmp_path: Path) -> None:
