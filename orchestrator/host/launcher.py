@@ -122,6 +122,10 @@ class Launch:
     """The node a batch job runs on, once it runs."""
     pending_s: float | None = None
     """Seconds the job waited in the scheduler's queue before it ran (not launch time)."""
+    prepare_s: float | None = None
+    """Seconds spent writing the run directory's `cmd.sh` and `env.masked` (None: not measured, re-attached)."""
+    spawn_s: float | None = None
+    """Seconds the detached start took, from sending it to the host's reply with the pid."""
 
 
 class Launcher:
@@ -138,7 +142,9 @@ class Launcher:
 
     def start(self, spec: LaunchSpec, secrets: Mapping[str, str]) -> Launch:
         """Launch `cmd.sh` detached in its own session; the exit status lands in `exit_code`."""
+        began = time.monotonic()
         self.prepare(spec)
+        prepared = time.monotonic()
         cmd_sh = posixpath.join(spec.run_dir, "cmd.sh")
         # The wrapper shell leads the process group and outlives the server only to record how it
         # ended; a server stopped by us takes the wrapper with it, so `exit_code` means "died by itself".
@@ -146,7 +152,11 @@ class Launcher:
         pgid = self.transport.start_detached(
             command, spec.log_path, spec.pid_path, cwd=spec.run_dir, secrets=dict(secrets)
         )
-        return Launch(spec, pgid, api_key=api_key_of(spec, secrets), secret_values=tuple(secrets.values()))
+        spawned = time.monotonic()
+        return Launch(
+            spec, pgid, started_at=spawned, api_key=api_key_of(spec, secrets), secret_values=tuple(secrets.values()),
+            prepare_s=round(prepared - began, 4), spawn_s=round(spawned - prepared, 4),
+        )  # fmt: skip
 
     def recover(self, spec: LaunchSpec, secrets: Mapping[str, str] | None = None) -> Launch | None:
         """Re-attach to a launch whose run directory exists (after an orchestrator crash)."""

@@ -130,6 +130,7 @@ def launch_attempt(
     found by its pid file and stopped; a launch that started is followed by `watch_attempt`.
     """
     slot = Slot(spec.gpus, spec.port)
+    began = time.monotonic()
     store.create_run(
         RunRecord(
             run_id=spec.run_id,
@@ -147,6 +148,7 @@ def launch_attempt(
             install=spec.install,
         )
     )
+    stored_s = time.monotonic() - began
     if on_event:
         on_event(cell, "launching", None)  # the live view times the attempt from here, not its first log line
     try:
@@ -157,11 +159,13 @@ def launch_attempt(
         verdict = dataclasses.replace(failed, reason=f"not launched: {failed.reason}")
         store.finish_run(spec.run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
         return AttemptResult(cell, spec.run_id, verdict, slot, True)
+    began = time.monotonic()
     store.mark_launched(
         spec.run_id, run_dir=spec.run_dir, pgid=launch.pgid or None, port=spec.port or None, gpus=spec.gpus,
         job_id=launch.job_id,
     )  # fmt: skip
-    return watch_attempt(store, session, cell, spec.run_id, launch, settings, on_event)
+    stored_s += time.monotonic() - began
+    return watch_attempt(store, session, cell, spec.run_id, launch, settings, on_event, stored_s=stored_s)
 
 
 def watch_attempt(
@@ -172,8 +176,14 @@ def watch_attempt(
     launch: Launch,
     settings: RunSettings,
     on_event: Callable[[Cell, str, Phase | None], None] | None = None,
+    *,
+    stored_s: float = 0.0,
 ) -> AttemptResult:
-    """Follow a launched attempt (new or re-attached) to its verdict and record it."""
+    """Follow a launched attempt (new or re-attached) to its verdict and record it.
+
+    `stored_s`: seconds the store's writes of this attempt took so far (its run row, its launch), recorded with
+    its own timings as `store_s` (the final write's own time shows as the gap before the next cell).
+    """
     slot = Slot(launch.spec.gpus, launch.spec.port)
     callback: PhaseCallback | None = (lambda event, phase: on_event(cell, event, phase)) if on_event else None
     try:
@@ -184,9 +194,11 @@ def watch_attempt(
         store.finish_run(run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
         return AttemptResult(cell, run_id, verdict, slot, False)
     ran = report.launch
+    began = time.monotonic()
     if ran is not None and ran.job_id is not None:
         store.set_placement(run_id, node=ran.node, port=ran.spec.port, gpus=ran.spec.gpus)
         slot = Slot(ran.spec.gpus, ran.spec.port)
+    report.timings["store_s"] = round(stored_s + time.monotonic() - began, 4)
     store.finish_run(
         run_id,
         outcome=report.outcome,

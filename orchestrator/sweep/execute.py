@@ -124,8 +124,9 @@ def execute_run(
     started = launch.started_at
     spec = launch.spec
     live = LiveLog(LogTail(session.transport, spec.log_path), started, on_event, Masker(launch.secret_values))
-    if launch.pending_s is not None:
-        live.timings["pending_s"] = launch.pending_s
+    for name, value in (("pending_s", launch.pending_s), ("prepare_s", launch.prepare_s), ("spawn_s", launch.spawn_s)):
+        if value is not None:
+            live.timings[name] = value
     probes: tuple[ProbeResult, ...] = ()
     client = session.launch_client(launch)
     try:
@@ -149,6 +150,7 @@ def execute_run(
             probes = _probe_through_drops(session, launch, client, settings, on_event)
             live.timings["probes_done"] = round(time.monotonic() - started, 3)
     finally:
+        marks = _Marks(live.timings)
         client.close()
         live.drain()
         # Read before our own stop: only a server that ended by itself leaves an exit code, and
@@ -156,9 +158,11 @@ def execute_run(
         exit_code = launcher.exit_code(launch)
         died_alone = exit_code is not None or not launcher.alive(launch)
         killed = launcher.killed_by_scheduler(launch) if died_alone else None
+        marks.mark("harvest_s")
         if launcher.stop(launch, settings.deadlines.stop_grace):
             # Survived SIGTERM for the whole grace (ranks hung in shutdown): worth seeing in the record.
             live.timings["sigkill_after_s"] = settings.deadlines.stop_grace
+        marks.mark("stop_s")
         live.drain()
     outcome = ProbeOutcome(
         reached_ready=ready.ready,
@@ -169,12 +173,29 @@ def execute_run(
         exit_code=exit_code,
     )
     evidence = _final_evidence(session, spec, live)
+    marks.mark("harvest_s")  # the last log bytes after the stop count as harvest too
     verdict = classify(evidence, outcome)
     if killed is not None:
         verdict = scheduler_killed_verdict(verdict, killed.state, killed.reason)
+    marks.mark("classify_s")
     released, leftovers = session.wait_gpus_released(spec.gpus, settings.deadlines.gpu_release)
+    marks.mark("gpu_free_s")
     live.timings["total"] = round(time.monotonic() - started, 3)
     return RunReport(outcome, evidence, verdict, live.timings, launch.pgid, released, leftovers, launch)
+
+
+class _Marks:
+    """Durations of the steps after the probes, added into a run's timings (`harvest_s`, `stop_s`, ...)."""
+
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
+        self.last = time.monotonic()
+
+    def mark(self, name: str) -> None:
+        """Add the time since the previous mark to `name` (a step done in two pieces adds up)."""
+        now = time.monotonic()
+        self.timings[name] = round(self.timings.get(name, 0.0) + now - self.last, 4)
+        self.last = now
 
 
 def _probe_through_drops(
