@@ -23,7 +23,7 @@ import bench_pool
 import bench_report as report
 from bench_env import BenchEnv, free_local_port, scenario
 from bench_naive import NaiveHost, NaiveResult
-from bench_ours import SweepRun, cli_sweep, connect, died_at, harvest
+from bench_ours import SweepRun, cli_sweep, connect, died_at, harvest, ssh_round_trips
 
 from orchestrator.settings import ProbeSettings
 from orchestrator.sim.scenario import Timing
@@ -58,8 +58,8 @@ def matrix(name: str, flags: dict[str, Any], axes: dict[str, list[Any]]) -> dict
     return {"name": name, "host": "bench", "flags": {"model-path": MODEL, **flags}, "matrix": axes, "probes": PROBES}
 
 
-def measure_ours(env: BenchEnv) -> report.Ours:
-    """Every figure of ours, one after another."""
+def measure_ours(env: BenchEnv, repeat: int) -> report.Ours:
+    """Every figure of ours, one after another; the sweep and packing figures `repeat` times."""
     crash_scenario = env.write("crash.scenario.yaml", scenario(CRASH_TIMING, CRASH_RULES))
     crash_axes = {"mem-fraction-static": [round(0.80 + i / 100, 2) for i in range(CRASHES)]}
     crash_matrix = env.write("crash/matrix.yaml", matrix("crash", {"tp-size": 1, "attention-backend": "triton"},
@@ -69,19 +69,28 @@ def measure_ours(env: BenchEnv) -> report.Ours:
 
     sweep_scenario = env.write("sweep.scenario.yaml", scenario(SWEEP_TIMING, SWEEP_RULES))
     sweep_matrix = env.write("sweep/matrix.yaml", matrix("sweep", {"tp-size": 8}, SWEEP_AXES))
-    sweep = cli_sweep(env, "sweep", sweep_matrix, env.hosts_file("sweep", sweep_scenario), serial=True)
-    report.progress(f"ours: 24-cell serial sweep in {sweep.wall_s:.1f}s")
-
     pack_scenario = env.write("pack.scenario.yaml", scenario(PACK_TIMING, []))
     pack_axes = {"mem-fraction-static": [round(0.80 + i / 100, 2) for i in range(8)]}
     pack_matrix = env.write("pack.matrix.yaml", matrix("pack", {"tp-size": 2}, pack_axes))
-    serial = cli_sweep(env, "serial", pack_matrix, env.hosts_file("serial", pack_scenario), serial=True)
-    packed = cli_sweep(env, "packed", pack_matrix, env.hosts_file("packed", pack_scenario), serial=False)
-    report.progress(f"ours: packing, {serial.wall_s:.1f}s serial and {packed.wall_s:.1f}s packed")
+    sweeps, serials, packeds = [], [], []
+    for rep in range(repeat):
+        # Each repetition on a host of its own (fresh workdir and GPU state), the three runs interleaved so that
+        # a burst of load on this shared machine spreads over all three figures rather than one.
+        name = f"sweep{rep}"
+        sweeps.append(cli_sweep(env, name, sweep_matrix, env.hosts_file(name, sweep_scenario), serial=True))
+        report.progress(f"ours: 24-cell serial sweep {rep + 1}/{repeat} in {sweeps[-1].wall_s:.1f}s")
+        name = f"serial{rep}"
+        serials.append(cli_sweep(env, name, pack_matrix, env.hosts_file(name, pack_scenario), serial=True))
+        name = f"packed{rep}"
+        packeds.append(cli_sweep(env, name, pack_matrix, env.hosts_file(name, pack_scenario), serial=False))
+        report.progress(f"ours: packing {rep + 1}/{repeat}, {serials[-1].wall_s:.1f}s serial and "
+                        f"{packeds[-1].wall_s:.1f}s packed")  # fmt: skip
 
     invalid_matrix = env.write("invalid.matrix.yaml", matrix("invalid", {"tp-size": 8}, {"kv-cache-dtype": ["fp9"]}))
     invalid: list[SweepRun] = [
-        cli_sweep(env, f"invalid{i}", invalid_matrix, env.hosts_file(f"invalid{i}", sweep_scenario), serial=True)
+        # Exit 1: every cell of the matrix is invalid, which the command reports as an error once it is recorded.
+        cli_sweep(env, f"invalid{i}", invalid_matrix, env.hosts_file(f"invalid{i}", sweep_scenario), serial=True,
+                  exit_codes=(0, 1))
         for i in range(INVALID_TRIES)
     ]
     report.progress(f"ours: {INVALID_TRIES} invalid cells")
@@ -92,15 +101,17 @@ def measure_ours(env: BenchEnv) -> report.Ours:
     finally:
         transport.close()
     report.progress("ours: 1 GB harvests")
+    ssh = ssh_round_trips(env)
     return report.Ours(
         crash=[(r.ended_at or 0) - died for r in crash.runs if (died := died_at(r)) is not None],
         crash_verdicts=sorted({str(r.verdict.category) for r in crash.runs if r.verdict}),
-        sweep=sweep,
-        serial=serial,
-        packed=packed,
+        sweeps=sweeps,
+        serials=serials,
+        packeds=packeds,
         invalid=[(run.runs[0].ended_at or 0) - run.started for run in invalid],
         invalid_preflight=invalid[-1].preflight_s,
         harvest=harvests,
+        ssh=ssh,
     )
 
 
@@ -179,13 +190,16 @@ def main() -> int:
     """Set up, measure ours, measure the baseline, print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--local", action="store_true", help="use the local transport even when sshd is available")
+    parser.add_argument("--repeat", type=int, default=3, metavar="N",
+                        help="repetitions of the sweep and packing measurements (default 3; each figure is their "
+                        "median, printed with the min and max)")  # fmt: skip
     args = parser.parse_args()
     began = time.time()
     env = BenchEnv.start(want_ssh=not args.local)
     report.header(env)
     try:
         report.make_huge_log(Path(env.huge_log))
-        ours = measure_ours(env)
+        ours = measure_ours(env, max(args.repeat, 1))
         naive = measure_naive(env)
         pool = bench_pool.measure(env)
         report.progress("ours: the demo matrix on one host and on a pool of two")
@@ -195,7 +209,7 @@ def main() -> int:
                          ProbeSettings.from_dict(PROBES))  # fmt: skip
     mine, theirs = report.figures(ours, naive, setup)
     report.details(ours, naive, setup, mine)
-    report.print_figures(mine, theirs)
+    report.print_figures(mine, theirs, report.samples(ours, setup))
     bench_pool.report(pool)
     for key, value in bench_cli.cli_start().items():
         print(f"{key}: {value}")

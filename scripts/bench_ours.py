@@ -62,8 +62,10 @@ class SweepRun:
         return pairs
 
 
-def cli_sweep(env: BenchEnv, name: str, matrix: Path, hosts: Path, *, serial: bool) -> SweepRun:
-    """`orchestrator sweep MATRIX` in a child process, timed from its start to its exit."""
+def cli_sweep(
+    env: BenchEnv, name: str, matrix: Path, hosts: Path, *, serial: bool, exit_codes: tuple[int, ...] = (0,)
+) -> SweepRun:
+    """`orchestrator sweep MATRIX` in a child process, timed from its start to its exit (`exit_codes`: expected)."""
     db = env.root / name / "store.db"
     args = [sys.executable, "-m", "orchestrator", "sweep", str(matrix), "--hosts", str(hosts), "--host", "bench"]
     args += ["--db", str(db)] + (["--serial"] if serial else [])
@@ -75,7 +77,7 @@ def cli_sweep(env: BenchEnv, name: str, matrix: Path, hosts: Path, *, serial: bo
     wall = time.time() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    if done.returncode != 0:
+    if done.returncode not in exit_codes:
         raise RuntimeError(f"orchestrator sweep {matrix.name} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
     with Store(db) as store:
         sweep = store.latest_sweep()
@@ -96,6 +98,23 @@ def connect(env: BenchEnv) -> Transport:
     """A transport to the simulated host, as a sweep's session opens it."""
     target = env.target()
     return SshTransport(target) if target is not None else LocalTransport()
+
+
+def ssh_round_trips(env: BenchEnv, tries: int = 5) -> tuple[float, float]:
+    """(a new connection's first command, the median of `tries` commands on the open connection), seconds."""
+    transport = connect(env)
+    try:
+        began = time.perf_counter()
+        transport.run("true")
+        opened = time.perf_counter() - began
+        again = []
+        for _ in range(tries):
+            began = time.perf_counter()
+            transport.run("true")
+            again.append(time.perf_counter() - began)
+    finally:
+        transport.close()
+    return opened, sorted(again)[len(again) // 2]
 
 
 def harvest(transport: Transport, log: Path) -> tuple[float, int, Verdict]:

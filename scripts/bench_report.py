@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from bench_env import REPO, BenchEnv, intrinsic_s, median, probes_s, startup_s
 from bench_naive import NaiveResult
@@ -18,14 +20,17 @@ from orchestrator.sim.scenario import Timing
 from orchestrator.store.records import RunRecord
 
 GOALS = {
-    "crash_to_verdict_median_s": ("<=", 1.0, "1.0"),
-    "sweep_overhead_ratio": ("<=", 1.03, "1.03"),
+    "crash_to_verdict_median_s": ("<=", 0.3, "0.3"),
+    "sweep_overhead_ratio": ("<=", 1.10, "1.10 on these timings; 1.03 long-term"),
     "sweep_overhead_per_cell_s": ("<=", 0.3, "0.3"),
     "packing_speedup_tp2": (">=", 3.8, "3.8"),
     "harvest_1gb_s": ("<=", 3.0, "3"),
     "harvest_1gb_bytes_moved": ("<=", 5_000_000, "5 MB"),
-    "preflight_invalid_cell_s": ("<=", 2.0, "2"),
+    "preflight_invalid_cell_s": ("<=", 1.0, "1.0"),
 }
+"""Issue 19's goals (they tightened crash_to_verdict from 1.0, preflight_invalid from 2 and, for this bench's short
+cells, set the ratio at 1.10)."""
+T = TypeVar("T")
 Harvest = tuple[float, int, Verdict]
 """(seconds, bytes moved, verdict) of one harvest."""
 
@@ -36,12 +41,41 @@ class Ours:
 
     crash: list[float]
     crash_verdicts: list[str]
-    sweep: SweepRun
-    serial: SweepRun
-    packed: SweepRun
+    sweeps: list[SweepRun]
+    """The 24-cell serial sweep, once per repetition."""
+    serials: list[SweepRun]
+    packeds: list[SweepRun]
+    """The packing matrix serial and packed, once per repetition (paired by index)."""
     invalid: list[float]
     invalid_preflight: float | None
     harvest: list[Harvest]
+    ssh: tuple[float, float] = (0.0, 0.0)
+    """Seconds of a fresh connection's first command, and the median of commands on that open connection."""
+
+    @property
+    def sweep(self) -> SweepRun:
+        """The repetition of the sweep with the median wall time (its breakdown is the one printed)."""
+        return _middle(self.sweeps, lambda run: run.wall_s)
+
+    @property
+    def packing(self) -> list[float]:
+        """The packing speedup of each repetition."""
+        return [s.launch_phase_s / p.launch_phase_s for s, p in zip(self.serials, self.packeds, strict=True)]
+
+    @property
+    def serial(self) -> SweepRun:
+        """The serial packing run of the repetition with the median speedup."""
+        return self.serials[self.packing.index(_middle(self.packing, float))]
+
+    @property
+    def packed(self) -> SweepRun:
+        """The packed run of the repetition with the median speedup."""
+        return self.packeds[self.packing.index(_middle(self.packing, float))]
+
+
+def _middle(items: list[T], key: Callable[[T], float]) -> T:
+    """The item at the median of `key` (the lower middle one of an even count)."""
+    return sorted(items, key=key)[(len(items) - 1) // 2]
 
 
 @dataclass
@@ -99,19 +133,25 @@ def intrinsic_sum(sweep: SweepRun, setup: Setup) -> float:
     )  # fmt: skip
 
 
+def samples(ours: Ours, setup: Setup) -> dict[str, list[float]]:
+    """Every repetition's value of each of our figures (the figure is their median)."""
+    ratios = [run.wall_s / intrinsic_sum(run, setup) for run in ours.sweeps]
+    per_cell = [(run.wall_s - intrinsic_sum(run, setup)) / len(run.runs) for run in ours.sweeps]
+    return {
+        "crash_to_verdict_median_s": ours.crash,
+        "sweep_overhead_ratio": ratios,
+        "sweep_overhead_per_cell_s": per_cell,
+        "packing_speedup_tp2": ours.packing,
+        "harvest_1gb_s": [h[0] for h in ours.harvest],
+        "preflight_invalid_cell_s": ours.invalid,
+    }
+
+
 def figures(ours: Ours, naive: Naive, setup: Setup) -> tuple[dict[str, float], dict[str, float]]:
     """(ours, naive) name -> figure."""
-    mine_intrinsic = intrinsic_sum(ours.sweep, setup)
     theirs_intrinsic = sum(intrinsic_s(setup.sweep, r.verdict.phase, r.probes, setup.probes) for r in naive.sweep)
-    mine = {
-        "crash_to_verdict_median_s": median(ours.crash),
-        "sweep_overhead_ratio": ours.sweep.wall_s / mine_intrinsic,
-        "sweep_overhead_per_cell_s": (ours.sweep.wall_s - mine_intrinsic) / len(ours.sweep.runs),
-        "packing_speedup_tp2": ours.serial.launch_phase_s / ours.packed.launch_phase_s,
-        "harvest_1gb_s": median([h[0] for h in ours.harvest]),
-        "harvest_1gb_bytes_moved": ours.harvest[0][1],
-        "preflight_invalid_cell_s": median(ours.invalid),
-    }
+    mine = {name: median(values) for name, values in samples(ours, setup).items()}
+    mine["harvest_1gb_bytes_moved"] = ours.harvest[0][1]
     theirs = {
         "crash_to_verdict_median_s": median(naive.crash),
         "sweep_overhead_ratio": naive.sweep_wall / theirs_intrinsic,
@@ -125,7 +165,10 @@ def figures(ours: Ours, naive: Naive, setup: Setup) -> tuple[dict[str, float], d
 
 
 def parts_of_a_cell(sweep: SweepRun, timing: Timing, probes: ProbeSettings) -> dict[str, float]:
-    """Where a passing cell's wall time went beyond its intrinsic duration: medians over the sweep's passing cells."""
+    """Where a passing cell's time went beyond its intrinsic duration, from "cell scheduled" to "verdict stored":
+    medians over the sweep's passing cells of the marks each run stores in its timings (sweep/execute.py,
+    sweep/cell_run.py, host/launcher.py). The command's own start, preflight and SSH connect happen once per
+    sweep (`fixed_parts`)."""
     runs = sorted(sweep.runs, key=lambda r: r.started_at)
     full = startup_s(timing, Phase.WARMUP)
     parts: dict[str, list[float]] = {}
@@ -134,18 +177,42 @@ def parts_of_a_cell(sweep: SweepRun, timing: Timing, probes: ProbeSettings) -> d
         if run.ended_at is None or not run.outcome or "probes_done" not in t or "ready" not in t:
             continue
         decode = probes_s(timing, run.outcome.probes, probes)
+        before = sum(t.get(k, 0.0) for k in ("prepare_s", "spawn_s", "store_s"))
+        after = sum(t.get(k, 0.0) for k in ("harvest_s", "stop_s", "classify_s", "gpu_free_s"))
         found = {
-            "between cells (scheduler, free port)": run.started_at - (prev.ended_at or 0) if prev else None,
-            "launch (run rows, cmd.sh, start)": run.ended_at - run.started_at - t["total"],
+            "between cells (scheduler, free port, the previous verdict's store write)":
+                run.started_at - (prev.ended_at or 0) if prev else None,
+            "store writes (run row before the launch, launched mark)": t.get("store_s"),
+            "remote spawn: cmd.sh + env.masked written": t.get("prepare_s"),
+            "remote spawn: detached start, pid back": t.get("spawn_s"),
             "to ready beyond the scenario (the simulated server's Python start and bring-up; our polling)":
                 t["ready"] - full,
             "probes beyond their decode time": t["probes_done"] - t["ready"] - decode,
-            "stop, last log bytes, classify, nvidia-smi to see the GPUs free": t["total"] - t["probes_done"],
+            "log harvest (last bytes, exit code, liveness)": t.get("harvest_s"),
+            "stop (SIGTERM the group, wait until it is gone)": t.get("stop_s"),
+            "classify": t.get("classify_s"),
+            "GPU-free check (nvidia-smi)": t.get("gpu_free_s"),
+            "unmarked (between the marks: run record, probe client close)":
+                run.ended_at - run.started_at - before - t["probes_done"] - after if "stop_s" in t else None,
         }  # fmt: skip
         for name, value in found.items():
             if value is not None:
                 parts.setdefault(name, []).append(value)
     return {name: median(values) for name, values in parts.items()}
+
+
+def fixed_parts(sweep: SweepRun) -> dict[str, float]:
+    """A sweep's costs paid once, not per cell: before its first cell, after its last (seconds per sweep)."""
+    first = min(r.started_at for r in sweep.runs)
+    last = max(r.ended_at or r.started_at for r in sweep.runs)
+    before = first - sweep.started
+    found = {
+        "command start to the first cell (Python start and imports, config, SSH connect, preflight, host lock)":
+            before,
+        "  of which preflight": sweep.preflight_s or 0.0,
+        "last verdict to the command's exit (table, store close, disconnect)": sweep.started + sweep.wall_s - last,
+    }  # fmt: skip
+    return found
 
 
 def details(ours: Ours, naive: Naive, setup: Setup, mine: dict[str, float]) -> None:
@@ -172,8 +239,13 @@ def details(ours: Ours, naive: Naive, setup: Setup, mine: dict[str, float]) -> N
         f"{startup_s(s, Phase.WARMUP):.3f} s in full) + each answered probe's prefill_s + tokens x decode_token_s "
         "(the concurrent probe's requests run side by side: counted once, at their mean token count); "
         f"probes' settle_s = 0. Sum {intrinsic_sum(sweep, setup):.1f} s for {len(sweep.runs)} cells",
-        "  a passing cell's time beyond its intrinsic duration (medians): "
-        + "; ".join(f"{name} {value:.3f} s" for name, value in parts.items()),
+        "  a passing cell's time beyond its intrinsic duration, from its run row to its verdict (medians): "
+        + "; ".join(f"{name} {value:.3f} s" for name, value in parts.items())
+        + f"; sum {sum(parts.values()):.3f} s",
+        "  once per sweep: " + "; ".join(f"{name} {value:.2f} s" for name, value in fixed_parts(sweep).items())
+        + f" (ssh: a new connection's first command {ours.ssh[0]:.3f} s, a command on the open one "
+        f"{ours.ssh[1]:.3f} s: the sweep opens one connection per host and runs every cell's commands as channels "
+        "on it)",
         f"  accept-queue overflows on this machine during the sweep: {sweep.overflows} (the simulated server "
         "listens with Python's default backlog of 5, so its 8 concurrent probe connections can overflow it under "
         "load, and the client's SYN is retried 1 s later: a simulator artefact, uvicorn's backlog is 2048)",
@@ -224,7 +296,8 @@ def _why_missed(mine: dict[str, float], ours: Ours, parts: dict[str, float]) -> 
     load = os.getloadavg()[0]
     notes = {
         "sweep_overhead_ratio": f"is 1 + overhead / intrinsic per cell = 1 + {per_cell:.2f} / {mean_cell:.2f}. At "
-        f"{per_cell:.2f} s per cell, 1.03 needs cells of >= {per_cell / 0.03:.0f} s intrinsic, a 24-cell sweep of "
+        f"{per_cell:.2f} s per cell, 1.10 needs cells of >= {per_cell / 0.10:.1f} s intrinsic and 1.03 cells of "
+        f">= {per_cell / 0.03:.0f} s, a 24-cell sweep of "
         f">= {24 * per_cell / 0.03 / 60:.0f} min: past this bench's 5-minute budget. A real launch of the 400B model "
         f"takes minutes: at 300 s per cell the same overhead gives {1 + per_cell / 300:.3f}.",
         "sweep_overhead_per_cell_s": f"of the {per_cell:.2f} s, about {sim:.2f} s is the simulated server's own "
@@ -263,12 +336,14 @@ def _met(name: str, value: float) -> bool:
     return value <= goal if op == "<=" else value >= goal
 
 
-def print_figures(mine: dict[str, float], theirs: dict[str, float]) -> None:
-    """The figures: ours with their goals, then the baseline's."""
+def print_figures(mine: dict[str, float], theirs: dict[str, float], spread: dict[str, list[float]]) -> None:
+    """The figures: ours with their goals (the median of their repetitions, min and max beside), then the baseline's."""
     print()
     for name, value in mine.items():
         op, _, shown = GOALS[name]
-        print(f"{name}: {_shown(value)}   (goal {op} {shown}: {'met' if _met(name, value) else 'MISSED'})")
+        values = spread.get(name, [])
+        beside = f"median of {len(values)}, min {_shown(min(values))}, max {_shown(max(values))}; " if values else ""
+        print(f"{name}: {_shown(value)}   ({beside}goal {op} {shown}: {'met' if _met(name, value) else 'MISSED'})")
     for name, value in theirs.items():
         note = "   (no packing: one server at a time, by construction; not measured)" if "packing" in name else ""
         print(f"naive_{name}: {_shown(value)}{note}")
