@@ -48,8 +48,10 @@ def write_hosts(
         "gpus": gpus,
         "workdir": str(workdir),
         "deadlines": deadlines or FAST_DEADLINES,
-        # Test sessions running side by side must not race each other for the default port 30000.
-        "port_base": random.randrange(20000, 40000),
+        # Test sessions running side by side must not race each other for the default port 30000. Below the
+        # kernel's ephemeral range (32768-60999 here): a server binds its port only when startup ends, and an
+        # outgoing connection (squeue, ssh, a probe) may take an ephemeral port between the pick and the bind.
+        "port_base": random.randrange(10000, 21000),
     }
     if sshd is not None:
         entry.update(

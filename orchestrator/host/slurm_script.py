@@ -76,8 +76,10 @@ def render_job_sh(spec: LaunchSpec, ports: list[int]) -> str:
     lines.append('[ -n "$ORCH_PORT" ] && echo $$ > "$ports_dir/$ORCH_PORT"')
     lines.append("exec 9>&-")
     lines.append('[ -n "$ORCH_PORT" ] || { echo "orchestrator job: no free port on $(hostname)" >&2; exit 1; }')
+    # Slurm's name of the node (what scontrol reports too), not its hostname: they differ on some clusters.
+    node = '"${SLURMD_NODENAME:-$(hostname)}"'
     lines.append(
-        f'printf \'%s %s %s\\n\' "$(hostname)" "$ORCH_PORT" "${{CUDA_VISIBLE_DEVICES:-}}" > {quote(placement)}.tmp'
+        f'printf \'%s %s %s\\n\' {node} "$ORCH_PORT" "${{CUDA_VISIBLE_DEVICES:-}}" > {quote(placement)}.tmp'
         f" && mv -f {quote(placement)}.tmp {quote(placement)}"
     )
     lines.append("exec " + command)
@@ -85,7 +87,7 @@ def render_job_sh(spec: LaunchSpec, ports: list[int]) -> str:
 
 
 def parse_placement(text: str) -> tuple[str, int, tuple[int, ...]] | None:
-    """(hostname, port, GPU indices) from a job's placement file, None while it is not written."""
+    """(node, port, GPU indices) from a job's placement file, None while it is not written."""
     parts = text.split()
     if len(parts) < 2 or not parts[1].isdigit():
         return None
