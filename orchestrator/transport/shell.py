@@ -13,7 +13,8 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from orchestrator.secret import MASK, is_secret_name, masked_names
+from orchestrator.secret import MASK as MASK  # re-exported: the one mask, as the shell writes it
+from orchestrator.secret import is_secret_name, masked_names
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 

@@ -87,7 +87,7 @@ def test_axis_must_be_a_list(tmp_path: Path) -> None:
 def test_values_are_scalars_or_flat_lists(tmp_path: Path) -> None:
     errors = errors_of(write(tmp_path, "flags:\n  tp-size: [[8]]\nmatrix:\n  a: [1, [2, [3]]]\n  b: [x, true]\n"))
     assert [(e.line, "may hold only strings and numbers" in e.message) for e in errors] == [(2, True), (4, True)]
-    assert "flat list" in errors[0].fix
+    assert errors[0].fix is not None and "flat list" in errors[0].fix
 
 
 def test_a_list_is_the_values_of_a_multi_value_flag(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from orchestrator.harvest.needles import HOST_GREP_REGEX
 from orchestrator.knowledge.fatal import is_fatal_line
 from orchestrator.knowledge.markers import phase_of_line
 from orchestrator.matrix.expand import expand
-from orchestrator.model import Category, FlagValue, Phase, ProbeOutcome, ProbeResult, Status
+from orchestrator.model import AxisValue, Category, Phase, ProbeOutcome, ProbeResult, Status
 from orchestrator.secret import Masker
 from orchestrator.store.secrets import scrub
 from orchestrator.sweep.execute import LiveLog
@@ -86,7 +86,7 @@ def test_an_include_never_removes_cells_and_without_includes_an_exclude_never_ad
     m: Matrix, data: st.DataObject
 ) -> None:
     count = len(expand(m))
-    extra: dict[str, FlagValue] = data.draw(
+    extra: dict[str, AxisValue] = data.draw(
         st.dictionaries(st.sampled_from(["a", "d", "model-path"]), st.sampled_from(["x", "q"]), max_size=2)
     )
     assert len(expand(replace(m, include=[*m.include, extra]))) >= count

@@ -50,7 +50,8 @@ def _explain(db: Path, sweep_id: str) -> dict[str, Any]:
 def _first(explanation: dict[str, Any], category: str) -> dict[str, Any]:
     found = [f for f in explanation["findings"] if f["category"] == category]
     assert found, explanation
-    return found[0]
+    first: dict[str, Any] = found[0]
+    return first
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ rebuilt by the simulated host is the oracle for the argv), so a capture added th
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -26,7 +27,8 @@ from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help, version_of_capture
 from orchestrator.matrix.validate import check_argv, translate_cell
 from orchestrator.model import Cell, FlagList
-from orchestrator.sim.argparser import build_parser
+from orchestrator.sim import argparser as sim_argparser
+from orchestrator.sim.grammar import FlagGrammar as SimGrammar
 from orchestrator.store import Store
 from orchestrator.store.records import cell_from_row, cell_to_row
 from tests.faults_support import write_hosts, write_scenario
@@ -39,6 +41,11 @@ HELP_FILES = sorted(SGLANG_CAPTURES.glob("*/help.txt"))
 def release(path: Path) -> FlagGrammar:
     text = path.read_text()
     return parse_help(text, version_of_capture(text, str(path)))
+
+
+def sim_parser(grammar: FlagGrammar) -> argparse.ArgumentParser:
+    """The simulated SGLang's parser for this release (the simulator keeps its own copy of the grammar type)."""
+    return sim_argparser.build_parser(SimGrammar.from_json(grammar.to_json()))
 
 
 def batch_flag(grammar: FlagGrammar) -> str:
@@ -68,7 +75,7 @@ def test_an_axis_of_lists_gives_one_argument_per_value(help_file: Path, tmp_path
     matrix = load_matrix(write(tmp_path, f"flags: {{model-path: /m}}\nmatrix:\n  {flag}: [[1, 2, 4], [1, 8, 16]]\n"))
     cells = expand(matrix)
     assert [c.flags[flag] for c in cells] == [FlagList([1, 2, 4]), FlagList([1, 8, 16])]
-    parser = build_parser(grammar)
+    parser = sim_parser(grammar)
     for cell, values in zip(cells, (["1", "2", "4"], ["1", "8", "16"]), strict=True):
         translation = translate_cell(grammar, cell.flags)
         assert translation.ok, translation.problems
@@ -107,7 +114,7 @@ def test_a_string_of_several_values_is_refused_before_launch(help_file: Path) ->
 def test_value_types_fail_as_the_release_parser_does(help_file: Path) -> None:
     grammar = release(help_file)
     flag = batch_flag(grammar)
-    parser = build_parser(grammar)
+    parser = sim_parser(grammar)
     for argv in (
         ["--model-path", "/m", "--tp-size", "abc"],
         ["--model-path", "/m", f"--{flag}", "1", "x", "4"],

@@ -11,7 +11,7 @@ from orchestrator.analysis.render import render_explanation
 from orchestrator.config.load import load_matrix
 from orchestrator.errors import ConfigErrors
 from orchestrator.matrix.expand import cell_id, count_cells, expand, size_bounds
-from orchestrator.model import Category, FlagList, Phase, Status
+from orchestrator.model import Category, FlagList, FlagValue, Phase, Status
 from tests.analysis.test_inputs import NAN_LINE, PASS, cell, view
 
 QUANT = """\
@@ -24,7 +24,7 @@ matrix:
 """
 
 
-def load(tmp_path: Path, text: str) -> list[dict[str, object]]:
+def load(tmp_path: Path, text: str) -> list[dict[str, FlagValue]]:
     path = tmp_path / "m.yaml"
     path.write_text(text)
     return [c.flags for c in expand(load_matrix(path))]

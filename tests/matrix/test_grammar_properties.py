@@ -110,7 +110,10 @@ def oracle(version: str) -> _Oracle:
         else:
             nargs: str | int | None = spec.nargs if spec.nargs in (None, "?", "*", "+") else int(spec.nargs or 1)
             kind = value_type(spec)
-            parser.add_argument(*spec.names, nargs=nargs, choices=spec.choices, required=spec.required, type=kind)
+            if kind is None:
+                parser.add_argument(*spec.names, nargs=nargs, choices=spec.choices, required=spec.required)
+            else:
+                parser.add_argument(*spec.names, nargs=nargs, choices=spec.choices, required=spec.required, type=kind)
     return parser
 
 

@@ -34,7 +34,7 @@ def probe(
     settings: ProbeSettings = SETTINGS,
     alive: bool = True,
     sleeps: list[float] | None = None,
-    **kwargs: bool,
+    stop_on_failure: bool = True,
 ) -> tuple[ProbeResult, ...]:
     return run_probes(
         client,
@@ -42,7 +42,7 @@ def probe(
         is_alive=lambda: alive,
         deadlines=DEADLINES,
         sleep=(sleeps if sleeps is not None else []).append,
-        **kwargs,
+        stop_on_failure=stop_on_failure,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from orchestrator.model import Cell, Status
+from orchestrator.model import Cell, FlagValue, Status
 from orchestrator.report.heatmap import cell_data, include_only, matrix_axes
 from orchestrator.report.html import render_html
 from orchestrator.store.results import CellResult, aggregate
@@ -29,7 +29,7 @@ TRACEBACK = {
 
 
 def results() -> list[CellResult]:
-    combos = [
+    combos: list[tuple[dict[str, FlagValue], tuple[str, ...]]] = [
         ({"attention-backend": "flashinfer", "kv-cache-dtype": "bf16"}, ()),
         ({"attention-backend": "flashinfer", "kv-cache-dtype": "fp8_e4m3"}, ()),
         ({"attention-backend": "dsa", "kv-cache-dtype": "bf16", "sampling-backend": "pytorch"}, ("sampling-backend",)),
@@ -72,7 +72,9 @@ def test_an_include_added_flag_makes_no_grid_and_an_include_only_cell_sits_besid
 def test_a_cell_shows_its_traceback_and_log_location() -> None:
     failing = results()[1]
     data = cell_data(failing, None)
-    assert data["traceback"] == {"text": "\n".join(TRACEBACK["lines"]), "line": 120, "count": 1}
+    lines = TRACEBACK["lines"]
+    assert isinstance(lines, list)
+    assert data["traceback"] == {"text": "\n".join(lines), "line": 120, "count": 1}
     assert data["log"] == "sim:/work/runs/r-1/server.log"
     assert cell_data(results()[0], None)["traceback"] is None
     page = render_html(make_sweep(matrix_yaml=MATRIX_YAML), results())

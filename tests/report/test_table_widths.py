@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli import app
-from orchestrator.model import Category, Cell, Phase, Status, Verdict
+from orchestrator.model import Category, Cell, FlagValue, Phase, Status, Verdict
 from orchestrator.report.table import render_term
 from orchestrator.store import Store
 from orchestrator.store.results import CellResult, aggregate
@@ -38,7 +38,7 @@ def demo_like() -> list[CellResult]:
     rows = []
     values = itertools.product(("flashinfer", "triton"), ("flashmla_sparse", "fa3"), ("fp8_e4m3",), ("deep_gemm",))
     for n, combo in enumerate(values):
-        flags = dict(zip(AXES, combo, strict=True)) | {"tp-size": 8}
+        flags: dict[str, FlagValue] = {**dict(zip(AXES, combo, strict=True)), "tp-size": 8}
         cell = Cell(cell_id=f"c{n}", flags=flags, axes=AXES)
         verdict = VERDICTS[n % len(VERDICTS)]
         rows.append(aggregate(cell, [make_run(cell, state="done", verdict=verdict)]))

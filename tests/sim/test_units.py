@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.model import Category, Phase
+from orchestrator.model import Category
 from orchestrator.sim import answers, check_env, gpu_state
 from orchestrator.sim.argparser import build_parser, given_flags, load_grammar
 from orchestrator.sim.errors import ConfigError
 from orchestrator.sim.failures import NAN_TEXT, Context, main_process_failure, scheduler_failure
 from orchestrator.sim.launch import prepare
+from orchestrator.sim.phases import Phase
 from orchestrator.sim.plan import LaunchPlan, make_plan
 from orchestrator.sim.scenario import Scenario, load_scenario
 from tests.paths import FIXTURES, REPO
