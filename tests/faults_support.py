@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import signal
 import sqlite3
 import subprocess
@@ -26,6 +25,7 @@ from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.runner import SweepHooks, SweepOptions, start_sweep
 from tests import simhost
 from tests.paths import REPO
+from tests.simhost import random_port_base
 from tests.sshd_host import SshdHost
 
 NVIDIA_SMI = REPO / "orchestrator" / "sim" / "bin" / "nvidia-smi"
@@ -43,8 +43,8 @@ FAST = {
 
 
 def port_base() -> int:
-    """A port base of our own, below the range other test modules default to (30000 and up)."""
-    return random.randrange(12000, 28000, 100)
+    """A port base of our own (see random_port_base)."""
+    return random_port_base()
 
 
 def write_scenario(path: Path, rules: list[dict[str, Any]], gpus: int = 8) -> Path:

@@ -27,6 +27,14 @@ FAST_DEADLINES = {
 }
 
 
+def random_port_base() -> int:
+    """A test host's port base: random, so that test sessions side by side do not race for the default 30000,
+    and low, so that the host's first candidate ports lie below the kernel's ephemeral range (32768 and up):
+    a server binds its port only when its startup ends, and an outgoing connection (squeue, ssh, a probe) could
+    take an ephemeral port between the pick and the bind."""
+    return random.randrange(10000, 21000, 10)
+
+
 def write_hosts(
     path: Path,
     workdir: Path,
@@ -48,10 +56,7 @@ def write_hosts(
         "gpus": gpus,
         "workdir": str(workdir),
         "deadlines": deadlines or FAST_DEADLINES,
-        # Test sessions running side by side must not race each other for the default port 30000. Below the
-        # kernel's ephemeral range (32768-60999 here): a server binds its port only when startup ends, and an
-        # outgoing connection (squeue, ssh, a probe) may take an ephemeral port between the pick and the bind.
-        "port_base": random.randrange(10000, 21000),
+        "port_base": random_port_base(),
     }
     if sshd is not None:
         entry.update(

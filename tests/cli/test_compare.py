@@ -9,7 +9,6 @@ The helpers here are shared by the repro and installs tests.
 from __future__ import annotations
 
 import json
-import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typer.testing import CliRunner, Result
 from orchestrator.cli import app
 from orchestrator.store import Store
 from tests.paths import REPO
+from tests.simhost import random_port_base
 
 DATA = REPO / "tests" / "data"
 SIM_059 = DATA / "sim-0.5.9.yaml"
@@ -44,7 +44,7 @@ probes: {{settle_s: 0.2, concurrent_requests: 4}}
 def sim_host(name: str, workdir: Path, body: str = "") -> str:
     """A simulated host entry of a hosts file: short deadlines, its own working directory and ports."""
     # A random base: two test sessions on one machine must not race for the same ports.
-    port_base = random.randrange(20000, 50000, 10)
+    port_base = random_port_base()
     return (
         f"{name}:\n  transport: sim\n  gpus: 4\n  workdir: {workdir}\n  port_base: {port_base}\n"
         f"  python: {sys.executable}\n  deadlines: {FAST_DEADLINES}\n{body}"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ from orchestrator.model import Category, Status
 from orchestrator.report.heatmap import choose_axes, layout
 from orchestrator.report.html import render_html, script_json
 from orchestrator.store import CellResult, Store, SweepRecord
+from tests.simhost import random_port_base
 
 NASTY = 'ValueError: <triton> can\'t serve "fp8" KV `nsa_kv_cache_store_fp8` </script><b>bold</b> & more'
 WARNING = 'DeepGemm is enabled but scale_fmt is not <ue8m0> & "quoted". This might cause accuracy degradation.'
@@ -73,7 +73,7 @@ def small_sweep(root: Path) -> Path:
         "workdir": str(root / "work"),
         "deadlines": DEADLINES,
         # Test sessions running side by side must not race each other for one port.
-        "port_base": random.randrange(20000, 40000),
+        "port_base": random_port_base(),
     }
     (root / "hosts.yaml").write_text(yaml.safe_dump({"reporthost": host}))
     db = root / "x.db"

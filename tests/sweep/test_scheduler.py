@@ -9,7 +9,6 @@ long enough that the four launches of a round surely hold their GPUs at the same
 from __future__ import annotations
 
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -35,6 +34,7 @@ from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.preflight import Preflight
 from orchestrator.sweep.runner import SweepHooks, SweepOptions, start_sweep
 from orchestrator.sweep.scheduler import VERIFIED_FRESH_S
+from tests.simhost import random_port_base
 
 TIMING = {"import_s": 0.02, "init_s": 0.02, "load_weights_s": 0.3, "memory_alloc_s": 0.02,
           "capture_cuda_graph_s": 0.02, "warmup_s": 0.02, "prefill_s": 0.002, "decode_token_s": 0.001}  # fmt: skip
@@ -129,7 +129,7 @@ def _sweep(
     workdir = tmp_path / "work"
     host = HostConfig(
         name="packhost", transport="sim", workdir=str(workdir), gpus=8, deadlines=DEADLINES,
-        python=sys.executable, scenario=str(scenario), port_base=port_base or random.randrange(20000, 40000),
+        python=sys.executable, scenario=str(scenario), port_base=port_base or random_port_base(),
     )  # fmt: skip
     options = SweepOptions(packed=packed, settings=RunSettings(effective_deadlines(host, matrix), matrix.probes))
     watch = GpuWatch(workdir / "gpu-state")
@@ -159,7 +159,7 @@ def _check_disjoint_and_spaced(swept: Swept) -> None:
 
 def test_eight_tp2_cells_on_eight_gpus_run_four_at_a_time_on_disjoint_gpus(tmp_path: Path) -> None:
     # Another program listens on the host's first port: no launch may get it.
-    base = random.randrange(20000, 40000)
+    base = random_port_base()
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", base))
         busy.listen()
