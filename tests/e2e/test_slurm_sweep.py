@@ -84,6 +84,24 @@ def sweep(
     return result, json.loads(out.read_text())
 
 
+def sweep_in_background(
+    matrix: Path, hosts: Path, db: Path, cluster: SlurmCluster, *, stderr: int
+) -> subprocess.Popen[bytes]:
+    """`orchestrator sweep` as a child process the test signals or kills while its jobs run."""
+    env = {**os.environ, "ORCHESTRATOR_DB": str(db), "COLUMNS": "200", **job_env(cluster, db.parent)}
+    args = [sys.executable, "-m", "orchestrator", "sweep", str(matrix), "--host", "simhost", "--hosts", str(hosts)]
+    return subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr)
+
+
+def wait_running(cluster: SlurmCluster, count: int, within: float = 120) -> None:
+    """Until `count` jobs are RUNNING at once; the test fails after `within` seconds."""
+    deadline = time.monotonic() + within
+    while len(cluster.client("squeue", "-h", "-t", "RUNNING", "-o", "%i").stdout.split()) < count:
+        if time.monotonic() > deadline:
+            pytest.fail(f"not {count} jobs running within {within:.0f} s: {cluster.jobs()}")
+        time.sleep(0.2)
+
+
 def job_env(cluster: SlurmCluster, tmp: Path) -> dict[str, str]:
     """The CLI's environment, which its jobs inherit: the cluster's config, and a TMPDIR of the test's own
     (the jobs' port reservations go there, not into the machine's /tmp)."""
@@ -248,18 +266,9 @@ def test_sigkilled_orchestrator_resumes_onto_its_running_jobs(slurm_cluster: Slu
     matrix, scenario = tp2_files(tmp_path, load=5.0)
     hosts = slurm_hosts(tmp_path, scenario=scenario)
     db = tmp_path / "k.db"
-    env = {**os.environ, "ORCHESTRATOR_DB": str(db), "COLUMNS": "200", **job_env(slurm_cluster, tmp_path)}
-    args = [sys.executable, "-m", "orchestrator", "sweep", str(matrix), "--host", "simhost", "--hosts", str(hosts)]
-    proc = subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = sweep_in_background(matrix, hosts, db, slurm_cluster, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            running = slurm_cluster.client("squeue", "-h", "-t", "RUNNING", "-o", "%i").stdout.split()
-            if len(running) >= 2:
-                break
-            time.sleep(0.2)
-        else:
-            pytest.fail(f"no two jobs running within 120 s: {slurm_cluster.jobs()}")
+        wait_running(slurm_cluster, 2)
         time.sleep(0.5)
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
@@ -296,14 +305,9 @@ def test_an_interrupted_orchestrator_cancels_its_jobs_and_resume_finishes(
     matrix, scenario = tp2_files(tmp_path, load=5.0)
     hosts = slurm_hosts(tmp_path, scenario=scenario)
     db = tmp_path / "i.db"
-    env = {**os.environ, "ORCHESTRATOR_DB": str(db), "COLUMNS": "200", **job_env(slurm_cluster, tmp_path)}
-    args = [sys.executable, "-m", "orchestrator", "sweep", str(matrix), "--host", "simhost", "--hosts", str(hosts)]
-    proc = subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = sweep_in_background(matrix, hosts, db, slurm_cluster, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while len(slurm_cluster.client("squeue", "-h", "-t", "RUNNING", "-o", "%i").stdout.split()) < 2:
-            assert time.monotonic() < deadline, slurm_cluster.jobs()
-            time.sleep(0.2)
+        wait_running(slurm_cluster, 2)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
     finally:
