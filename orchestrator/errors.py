@@ -83,10 +83,12 @@ class StoreError(OrchestratorError):
 class HostBusy(OrchestratorError):
     """The host's GPUs are held by processes that are not ours, or another sweep holds its lock."""
 
-    def __init__(self, message: str, *, run_ids: tuple[str, ...] = ()):
+    def __init__(self, message: str, *, run_ids: tuple[str, ...] = (), pgids: dict[str, int] | None = None):
         super().__init__(message)
         self.run_ids = run_ids
         """Runs of an earlier sweep whose servers hold the GPUs (the store names their sweep)."""
+        self.pgids = pgids or {}
+        """Run id -> the process group its server runs in on the host, as the host reports it."""
 
 
 class LaunchError(OrchestratorError):

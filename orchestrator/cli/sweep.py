@@ -159,7 +159,9 @@ def sweep(
                 except HostBusy as exc:
                     if not exc.run_ids:
                         raise
-                    earlier = earlier_sweeps(store, exc.run_ids, lambda sid, path: resume_with(sid, matrix=path))
+                    earlier = earlier_sweeps(
+                        store, exc.run_ids, lambda sid, path: resume_with(sid, matrix=path), exc.pgids
+                    )
                     raise HostBusy(f"{exc} {earlier}") from exc
                 except SweepInterrupted as exc:
                     interrupts.settle(exc)

@@ -4,7 +4,7 @@ and what a resumed sweep already did."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from orchestrator.errors import StoreError
@@ -22,8 +22,17 @@ def finished_statuses(store: Store, sweep_id: str) -> dict[str, list[Status]]:
     return statuses
 
 
-def earlier_sweeps(store: Store, run_ids: tuple[str, ...], resume: Callable[[str, Path | None], str]) -> str:
-    """Which sweep left the servers holding the GPUs, and the two ways to clear them."""
+def earlier_sweeps(
+    store: Store,
+    run_ids: tuple[str, ...],
+    resume: Callable[[str, Path | None], str],
+    host_pgids: Mapping[str, int] | None = None,
+) -> str:
+    """Which sweep left the servers holding the GPUs, and the two ways to clear them.
+
+    `host_pgids` (run id -> process group, as the host reports it) covers a run the store has no pgid for.
+    """
+    host_pgids = host_pgids or {}
     by_sweep: dict[str, list[RunRecord]] = {}
     unknown = []
     for run_id in run_ids:
@@ -36,7 +45,7 @@ def earlier_sweeps(store: Store, run_ids: tuple[str, ...], resume: Callable[[str
     parts = []
     for sweep_id, runs in by_sweep.items():
         record = store.get_sweep(sweep_id)
-        pgids = sorted({r.pgid for r in runs if r.pgid})
+        pgids = sorted({p for r in runs for p in (r.pgid, host_pgids.get(r.run_id)) if p})
         kill = " ".join(f"-{p}" for p in pgids)
         parts.append(
             f"They are servers of sweep {sweep_id} ({record.status}; runs {', '.join(r.run_id for r in runs)}): "

@@ -57,22 +57,37 @@ def describe_holders(holders: Sequence[GpuHolder], runs: Mapping[int, str] | Non
     )
 
 
-_CWDS = 'for p in "$@"; do printf "%s %s\\n" "$p" "$(readlink "/proc/$p/cwd" 2>/dev/null)"; done; exit 0'
+_CWDS = (
+    'for p in "$@"; do printf "%s %s %s\\n" "$p" "$(ps -o pgid= -p "$p" 2>/dev/null | tr -d " ")" '
+    '"$(readlink "/proc/$p/cwd" 2>/dev/null)"; done; exit 0'
+)
 _RUN_DIR = re.compile(r"/runs/(r-[0-9a-f]+)$")
 
 
-def runs_of_holders(session: HostSession, holders: Sequence[GpuHolder]) -> dict[int, str]:
-    """pid -> run id, for holders working in one of our run directories (every launch starts in its own)."""
+@dataclass(frozen=True)
+class OurServer:
+    """A GPU holder that is one of our launches: the run whose directory it works in, and its process group."""
+
+    run_id: str
+    pgid: int | None
+
+
+def runs_of_holders(session: HostSession, holders: Sequence[GpuHolder]) -> dict[int, OurServer]:
+    """pid -> our run, for holders working in one of our run directories (every launch starts in its own).
+
+    The process group comes from the host, not the store: a sweep killed between a server's start and the
+    store's record of it left no pgid behind, yet its server is as real as the others.
+    """
     pids = sorted({h.pid for h in holders if h.pid > 1})
     if not pids:
         return {}
     out = session.sh(ShellCommand("sh", "-c", _CWDS, "cwds", *pids).raw(), timeout=30).text
-    found: dict[int, str] = {}
+    found: dict[int, OurServer] = {}
     for line in out.splitlines():
-        pid, _, cwd = line.partition(" ")
+        pid, pgid, cwd = [*line.split(" ", 2), "", ""][:3]
         match = _RUN_DIR.search(cwd.strip())
         if pid.isdigit() and match:
-            found[int(pid)] = match.group(1)
+            found[int(pid)] = OurServer(match.group(1), int(pgid) if pgid.isdigit() and int(pgid) > 1 else None)
     return found
 
 
@@ -98,8 +113,10 @@ def run_preflight(
             if runs:
                 raise HostBusy(
                     f"GPUs on {session.config.name} are held by servers an earlier orchestrator sweep left running: "
-                    f"{describe_holders(foreign, runs)}. Nothing was launched and nothing was killed.",
-                    run_ids=tuple(sorted(set(runs.values()))),
+                    f"{describe_holders(foreign, {pid: r.run_id for pid, r in runs.items()})}. "
+                    "Nothing was launched and nothing was killed.",
+                    run_ids=tuple(sorted({r.run_id for r in runs.values()})),
+                    pgids={r.run_id: r.pgid for r in runs.values() if r.pgid},
                 )
             raise HostBusy(
                 f"GPUs on {session.config.name} are held by processes that are not ours: {describe_holders(foreign)}. "
