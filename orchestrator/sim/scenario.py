@@ -18,11 +18,11 @@ Errors name the file, the line and the key, and are raised as ConfigError(s).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from orchestrator.sim.argparser import load_grammar
 from orchestrator.sim.errors import ConfigError, ConfigErrors
@@ -30,107 +30,125 @@ from orchestrator.sim.flags import canonical_name, canonical_value
 from orchestrator.sim.gpu_state import DEFAULT_COMPUTE_CAP, DEFAULT_MEMORY_MIB, DEFAULT_NAME
 from orchestrator.sim.grammar import FlagGrammar
 from orchestrator.sim.phases import FAILURE_KINDS, Phase
+from orchestrator.sim.schema import (
+    Bad,
+    Invalid,
+    build,
+    checked,
+    integer,
+    list_of,
+    mapping_of,
+    number,
+    one_of,
+    optional,
+    record_of,
+    scalar,
+    text,
+    text_or_texts,
+)
 
 Scalar = str | int | float | bool | None
 DEFAULT_AUTO: dict[str, str] = {"attention-backend": "flashinfer", "sampling-backend": "flashinfer"}
 """What SGLang resolves these to on an SM120 host for an ordinary (MHA) model, unless the scenario says otherwise."""
 KINDS = FAILURE_KINDS | {"hang", "garbage", "drift", "flaky"}
+_SECONDS = number(ge=0)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Record:
+    def validate(self) -> None:
+        """Checks across fields, after each field passed its own; raises schema.Bad."""
 
 
-class Timing(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class Timing(_Record):
     """Seconds each phase takes; small defaults so a launch is ready in well under a second."""
 
-    import_s: float = Field(default=0.02, ge=0)
-    init_s: float = Field(default=0.02, ge=0)
-    load_weights_s: float = Field(default=0.05, ge=0)
-    memory_alloc_s: float = Field(default=0.02, ge=0)
-    capture_cuda_graph_s: float = Field(default=0.05, ge=0)
-    warmup_s: float = Field(default=0.02, ge=0)
-    prefill_s: float = Field(default=0.005, ge=0)
-    decode_token_s: float = Field(default=0.002, ge=0)
-    after_decode_s: float = Field(default=0.3, ge=0)
+    import_s: float = checked(_SECONDS, 0.02)
+    init_s: float = checked(_SECONDS, 0.02)
+    load_weights_s: float = checked(_SECONDS, 0.05)
+    memory_alloc_s: float = checked(_SECONDS, 0.02)
+    capture_cuda_graph_s: float = checked(_SECONDS, 0.05)
+    warmup_s: float = checked(_SECONDS, 0.02)
+    prefill_s: float = checked(_SECONDS, 0.005)
+    decode_token_s: float = checked(_SECONDS, 0.002)
+    after_decode_s: float = checked(_SECONDS, 0.3)
     """How long after the first good answer an `after_decode` failure strikes."""
 
 
-class GpuSpec(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class GpuSpec(_Record):
     """The host's GPU model."""
 
-    name: str = DEFAULT_NAME
-    memory_mib: int = Field(default=DEFAULT_MEMORY_MIB, gt=0)
-    compute_capability: str = DEFAULT_COMPUTE_CAP
+    name: str = checked(text(), DEFAULT_NAME)
+    memory_mib: int = checked(integer(gt=0), DEFAULT_MEMORY_MIB)
+    compute_capability: str = checked(text(numbers_too=True), DEFAULT_COMPUTE_CAP)
 
 
-class ModelSpec(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec(_Record):
     """The served model, as far as logs and memory arithmetic need it."""
 
-    architecture: str = "LlamaForCausalLM"
-    model_type: str = "llama"
-    weights_gib: float = Field(default=16.0, ge=0)
-    context_len: int = Field(default=131072, gt=0)
-    kv_bytes_per_token: int = Field(default=131072, gt=0)
+    architecture: str = checked(text(), "LlamaForCausalLM")
+    model_type: str = checked(text(), "llama")
+    weights_gib: float = checked(number(ge=0), 16.0)
+    context_len: int = checked(integer(gt=0), 131072)
+    kv_bytes_per_token: int = checked(integer(gt=0), 131072)
     """KV cache bytes per token and rank in bf16."""
 
 
-class FailSpec(_Strict):
+_KIND = one_of("kind", sorted(KINDS))
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailSpec(_Record):
     """How a matching launch fails."""
 
-    at: Phase | None = None
-    kind: str
-    message: str | None = None
+    at: Phase | None = checked(optional(one_of("phase", [p.value for p in Phase], Phase)), None)
+    kind: str = checked(_KIND)
+    message: str | None = checked(optional(text()), None)
     """Replaces the kind's root-cause line; `{flag-name}` is replaced by the launch's value."""
-    on_request: int | None = Field(default=None, gt=0)
-    p: float = Field(default=0.5, ge=0, le=1)
-    seed: int = 0
-    then: str = "cuda_device_assert"
+    on_request: int | None = checked(optional(integer(gt=0)), None)
+    p: float = checked(number(ge=0, le=1), 0.5)
+    seed: int = checked(integer(), 0)
+    then: str = checked(_KIND, "cuda_device_assert")
 
-    @field_validator("kind", "then")
-    @classmethod
-    def _known_kind(cls, value: str) -> str:
-        if value not in KINDS:
-            raise ValueError(f"unknown kind {value!r}; expected one of {', '.join(sorted(KINDS))}")
-        return value
-
-    @model_validator(mode="after")
-    def _consistent(self) -> FailSpec:
+    def validate(self) -> None:
         if self.at is None and self.on_request is None:
-            raise ValueError("`at` is required unless `on_request` is given")
+            raise Bad("`at` is required unless `on_request` is given")
         if self.then == "flaky":
-            raise ValueError("`then` cannot be flaky")
+            raise Bad("`then` cannot be flaky")
         kind = self.then if self.kind == "flaky" else self.kind
         if self.at is Phase.PREFLIGHT:
-            raise ValueError("nothing of SGLang runs at preflight; use arg_parse or a later phase")
+            raise Bad("nothing of SGLang runs at preflight; use arg_parse or a later phase")
         if kind == "invalid_argument" and self.at is not Phase.ARG_PARSE:
-            raise ValueError("invalid_argument is an argparse error: use `at: arg_parse`")
+            raise Bad("invalid_argument is an argparse error: use `at: arg_parse`")
         if kind == "warmup_request_failed" and self.at is not Phase.WARMUP:
-            raise ValueError("warmup_request_failed happens at warmup: use `at: warmup`")
+            raise Bad("warmup_request_failed happens at warmup: use `at: warmup`")
         if self.at is Phase.SHUTDOWN and kind not in ("hang", "hang_or_timeout"):
-            raise ValueError("only `kind: hang` is supported at shutdown (ranks that survive SIGTERM)")
-        return self
+            raise Bad("only `kind: hang` is supported at shutdown (ranks that survive SIGTERM)")
 
 
-class Rule(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class Rule(_Record):
     """Conditions on flags, and what a launch meeting all of them does."""
 
-    when: dict[str, Scalar | list[Scalar]] = Field(default_factory=dict)
-    warn: str | list[str] | None = None
-    fail: FailSpec | None = None
+    when: dict[str, Scalar | list[Scalar]] = checked(mapping_of(scalar(lists=True)), factory=dict)
+    warn: str | list[str] | None = checked(optional(text_or_texts()), None)
+    fail: FailSpec | None = checked(optional(record_of(FailSpec)), None)
 
 
-class Scenario(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class Scenario(_Record):
     """A whole scenario file."""
 
-    version: str
-    gpus: int = Field(default=8, gt=0)
-    gpu: GpuSpec = Field(default_factory=GpuSpec)
-    packages: dict[str, str] = Field(default_factory=dict)
-    model: ModelSpec = Field(default_factory=ModelSpec)
-    timing: Timing = Field(default_factory=Timing)
-    auto: dict[str, Scalar] = Field(default_factory=dict)
-    rules: list[Rule] = Field(default_factory=list)
+    version: str = checked(text(numbers_too=True))
+    gpus: int = checked(integer(gt=0), 8)
+    gpu: GpuSpec = checked(record_of(GpuSpec), factory=GpuSpec)
+    packages: dict[str, str] = checked(mapping_of(text(numbers_too=True)), factory=dict)
+    model: ModelSpec = checked(record_of(ModelSpec), factory=ModelSpec)
+    timing: Timing = checked(record_of(Timing), factory=Timing)
+    auto: dict[str, Scalar] = checked(mapping_of(scalar()), factory=dict)
+    rules: list[Rule] = checked(list_of(record_of(Rule)), factory=list)
 
     def autos(self) -> dict[str, str]:
         """Canonical flag -> what it resolves to when unset or `auto`: DEFAULT_AUTO overlaid with `auto:`."""
@@ -141,25 +159,11 @@ class Scenario(_Strict):
         }
         return {**DEFAULT_AUTO, **given}
 
-    @model_validator(mode="before")
     @classmethod
-    def _empty_sections(cls, data: Any) -> Any:
+    def from_data(cls, data: dict[str, Any]) -> Scenario:
+        """A scenario from a file's mapping; raises schema.Invalid listing every problem."""
         # `rules:` with nothing under it is YAML null; it means no rules, not an error.
-        if isinstance(data, dict):
-            return {k: v for k, v in data.items() if v is not None or k == "version"}
-        return data
-
-    @field_validator("version", mode="before")
-    @classmethod
-    def _version_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, (int, float)) else value
-
-    @field_validator("packages", mode="before")
-    @classmethod
-    def _package_versions_text(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: str(v) if isinstance(v, (int, float)) else v for k, v in value.items()}
-        return value
+        return build(cls, {k: v for k, v in data.items() if v is not None or k == "version"})
 
 
 def load_scenario(path: str | Path) -> tuple[Scenario, FlagGrammar]:
@@ -170,31 +174,40 @@ def load_scenario(path: str | Path) -> tuple[Scenario, FlagGrammar]:
     except OSError as exc:
         raise ConfigError(f"cannot read scenario: {exc.strerror}", file=file) from None
     try:
-        data = yaml.safe_load(text)
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = " ".join(filter(None, [getattr(exc, "context", None), getattr(exc, "problem", None)])) or str(exc)
-        raise ConfigError(f"not valid YAML: {problem}", file=file, line=mark.line + 1 if mark else None) from None
+        # libyaml where installed: a launch reads its scenario on every start. The messages, and the line
+        # numbers an error needs (a second parse, into nodes), come from PyYAML's own parser, the same everywhere.
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        data = _pure_yaml(text, file)
     if not isinstance(data, dict):
         raise ConfigError("a scenario is a mapping with at least `version:`", file=file, line=1)
     try:
-        scenario = Scenario.model_validate(data)
-    except ValidationError as exc:
+        scenario = Scenario.from_data(data)
+    except Invalid as exc:
+        root = yaml.compose(text)
         raise ConfigErrors(
-            [
-                ConfigError(f"{_dotted(err['loc'])}: {err['msg']}", file=file, line=_line_of(root, err["loc"]))
-                for err in exc.errors()
-            ]
+            [ConfigError(f"{_dotted(loc)}: {msg}", file=file, line=_line_of(root, loc)) for loc, msg in exc.problems]
         ) from None
     try:
         grammar = load_grammar(scenario.version)
     except ConfigError as exc:
-        raise ConfigError(exc.message, file=file, line=_line_of(root, ("version",)), fix=exc.fix) from None
+        line = _line_of(yaml.compose(text), ("version",))
+        raise ConfigError(exc.message, file=file, line=line, fix=exc.fix) from None
     problems = _check_flags(scenario, grammar)
     if problems:
+        root = yaml.compose(text)
         raise ConfigErrors([ConfigError(msg, file=file, line=_line_of(root, loc)) for loc, msg in problems])
     return scenario, grammar
+
+
+def _pure_yaml(text: str, file: str) -> Any:
+    """PyYAML's own parse: its error, with the problem and the line, as a ConfigError."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = " ".join(filter(None, [getattr(exc, "context", None), getattr(exc, "problem", None)])) or str(exc)
+        raise ConfigError(f"not valid YAML: {problem}", file=file, line=mark.line + 1 if mark else None) from None
 
 
 def _check_flags(scenario: Scenario, grammar: FlagGrammar) -> list[tuple[tuple[Any, ...], str]]:

@@ -55,6 +55,21 @@ def test_incident_scenarios_load(path: Path) -> None:
         ("version: 0.5.9\nrules:\n  - when: {attention-backend: [triton, tritn]}\n", 3, "'tritn' is not a choice"),
         ("version: 0.5.9\nrules:\n  - fail: {at: model_load, kind: warmup_request_failed}\n", 3, "use `at: warmup`"),
         ("version: 9.9.9\n", 1, "no flag grammar for SGLang 9.9.9"),
+        ("gpus: 8\n", 1, "version: Field required"),
+        ("version: 0.5.9\ntiming: {load_weights_s: -1}\n", 2,
+         "timing.load_weights_s: Input should be greater than or equal to 0"),
+        ("version: 0.5.9\ngpus: eight\n", 2, "gpus: Input should be a valid integer"),
+        ("version: 0.5.9\ngpu: {memory_mib: 0}\n", 2, "gpu.memory_mib: Input should be greater than 0"),
+        ("version: 0.5.9\nrules:\n  - fail: {at: warmup, kind: flaky, p: 2}\n", 3,
+         "rules[0].fail.p: Input should be less than or equal to 1"),
+        ("version: 0.5.9\nrules:\n  - fail: {at: warmup, kind: flaky, then: flaky}\n", 3,
+         "rules[0].fail: Value error, `then` cannot be flaky"),
+        ("version: 0.5.9\nrules:\n  - fail: {kind: hang}\n", 3, "`at` is required unless `on_request` is given"),
+        ("version: 0.5.9\nrules:\n  - warn: [fine, {no: text}]\n", 3, "rules[0].warn: Input should be a valid string"),
+        ("version: 0.5.9\nrules:\n  - when: {attention-backend: {a: b}}\n", 3,
+         "rules[0].when.attention-backend: Input should be a string, number, boolean or null or a list of them"),
+        ("version: 0.5.9\nrules: {a: 1}\n", 2, "rules: Input should be a valid list"),
+        ("version: 0.5.9\ntiming: fast\n", 2, "timing: Input should be a mapping of Timing fields"),
         ("version: [0.5.9\n", 2, "not valid YAML: while parsing a flow sequence expected ',' or ']'"),
     ],
 )
@@ -64,6 +79,25 @@ def test_invalid_scenarios_name_line_and_key(tmp_path: Path, text: str, line: in
     with pytest.raises(ConfigError) as caught:
         load_scenario(path)
     assert f"{path}:{line}: " in str(caught.value) and needle in str(caught.value)
+
+
+def test_every_problem_of_a_scenario_is_listed_with_its_own_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("version: 0.5.9\ngpus: 0\ntiming:\n  warmup_s: fast\n  extra_s: 1\n")
+    with pytest.raises(ConfigError) as caught:
+        load_scenario(path)
+    lines = str(caught.value).splitlines()
+    assert any(f"{path}:2: gpus: Input should be greater than 0" in line for line in lines), lines
+    assert any(f"{path}:4: timing.warmup_s: Input should be a valid number" in line for line in lines), lines
+    assert any(f"{path}:5: timing.extra_s: Extra inputs are not permitted" in line for line in lines), lines
+
+
+def test_numbers_written_bare_are_text_where_text_is_meant(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("version: 0.5.9\npackages: {torch: 2.9, flashinfer-python: 1}\nrules:\n")
+    scenario, _ = load_scenario(path)
+    assert scenario.packages == {"torch": "2.9", "flashinfer-python": "1"} and scenario.rules == []
+    assert scenario.timing.load_weights_s == 0.05 and scenario.gpu.memory_mib > 0
 
 
 def test_rule_keys_match_under_either_release_spelling(tmp_path: Path) -> None:
@@ -111,7 +145,7 @@ def test_flashmla_sparse_with_fp8_kv_dies_on_the_first_sampled_request_on_both_r
 
 
 def test_earliest_failure_wins_and_flaky_draws_depend_on_the_launch() -> None:
-    scenario = Scenario.model_validate({
+    scenario = Scenario.from_data({
         "version": "0.5.9",
         "rules": [
             {"when": {}, "fail": {"at": "warmup", "kind": "cuda_oom"}},
