@@ -1,4 +1,5 @@
-"""SGLang's HTTP API over the stdlib server: health, info, native /generate and OpenAI-style endpoints.
+"""SGLang's HTTP API over the simulator's HTTP/1.1 server (http11.py): health, info, native /generate and
+OpenAI-style endpoints.
 
 HTTP/1.1 with keep-alive; streaming answers are server-sent events in chunked encoding ending with
 `data: [DONE]`, as SGLang's StreamingResponse sends them. Each request is logged as uvicorn's access log.
@@ -7,19 +8,18 @@ HTTP/1.1 with keep-alive; streaming answers are server-sent events in chunked en
 from __future__ import annotations
 
 import json
-import sys
+import os
+import threading
 import time
-import uuid
 import zlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from orchestrator.sim.answers import EOS_TOKEN, Answer, count_tokens, split_tokens
 from orchestrator.sim.engine import Engine, GenRequest
+from orchestrator.sim.http11 import RequestHandler
 from orchestrator.sim.logfmt import LogWriter
 
 DEFAULT_CHAT_MAX_TOKENS = 512
@@ -43,20 +43,7 @@ class Api:
     """`--api-key`: every path but /health* and /metrics then demands `Authorization: Bearer <key>`."""
 
 
-class HttpServer(ThreadingHTTPServer):
-    """The stdlib threading server, quiet about clients that hang up (uvicorn logs nothing for them either)."""
-
-    # Python's default backlog of 5 overflows under the 8 concurrent probe requests (the client then
-    # retries its SYN a second later); uvicorn listens with 2048.
-    request_queue_size = 128
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Print unexpected handler errors as socketserver does, but not dropped connections."""
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-
-def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
+def make_handler(api: Api) -> type[RequestHandler]:
     """A request handler class bound to `api`."""
 
     class Handler(_Handler):
@@ -66,9 +53,7 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
+class _Handler(RequestHandler):
     api: Api
 
     def _authorized(self, path: str) -> bool:
@@ -130,7 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
         prompts = texts if isinstance(texts, list) else [texts]
         requests = [_request(str(t), params, "max_new_tokens", 128) for t in prompts]
         if body.get("stream") and isinstance(texts, str):
-            rid = uuid.uuid4().hex
+            rid = _request_id()
             text = ""
 
             def event(piece: str) -> str:
@@ -143,15 +128,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._end_stream()
             return
         # A batch is decoded together, as the scheduler would run it: its requests are in flight at once.
-        with ThreadPoolExecutor(max_workers=len(requests) or 1) as pool:
-            results = list(pool.map(self._one, requests))
+        results = _in_parallel(self._one, requests)
         self._json(results if isinstance(texts, list) else results[0])
 
     def _one(self, request: GenRequest) -> dict[str, Any]:
         started = time.monotonic()
         answer = self.api.engine.generate(request)
         ids = [1000 + zlib.crc32(p.encode()) % 50000 for p in split_tokens(answer.text)]
-        meta = {**_meta(uuid.uuid4().hex, request, answer), "e2e_latency": time.monotonic() - started}
+        meta = {**_meta(_request_id(), request, answer), "e2e_latency": time.monotonic() - started}
         return {"text": answer.text, "output_ids": ids, "meta_info": meta}
 
     def _chat(self, body: dict[str, Any]) -> None:
@@ -170,7 +154,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _openai(self, body: dict[str, Any], prompt: str, kind: str) -> None:
         tokens_key = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
         request = _request(prompt, body, tokens_key, DEFAULT_CHAT_MAX_TOKENS)
-        rid, created, model = uuid.uuid4().hex, int(time.time()), str(body.get("model") or self.api.model_name)
+        rid, created, model = _request_id(), int(time.time()), str(body.get("model") or self.api.model_name)
         chat = kind == "chat.completion"
         if body.get("stream"):
             base = {"id": rid, "object": f"{kind}.chunk" if chat else kind, "created": created, "model": model}
@@ -266,14 +250,35 @@ class _Handler(BaseHTTPRequestHandler):
                 "instead."
             )
 
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        status = HTTPStatus(int(code)) if str(code).isdigit() else None
-        phrase = f"{status.value} {status.phrase}" if status else str(code)
+    def log_request(self, code: int) -> None:
         host, port = self.client_address[:2]
-        self.api.log.info(f'INFO:     {host}:{port} - "{self.requestline}" {phrase}')
+        self.api.log.info(f'INFO:     {host}:{port} - "{self.requestline}" {code} {HTTPStatus(code).phrase}')
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence http.server's own stderr lines; uvicorn-style access lines come from log_request."""
+
+def _request_id() -> str:
+    """32 hex digits, as SGLang's uuid4().hex request ids (the uuid module is 3 ms of the start)."""
+    return os.urandom(16).hex()
+
+
+def _in_parallel(work: Callable[[GenRequest], dict[str, Any]], requests: list[GenRequest]) -> list[dict[str, Any]]:
+    """`work` on every request at once, a thread each, the results in order."""
+    results: list[dict[str, Any]] = [{} for _ in requests]
+    errors: list[BaseException] = []
+
+    def one(index: int, request: GenRequest) -> None:
+        try:
+            results[index] = work(request)
+        except BaseException as exc:  # re-raised in the handler's thread, as the executor did
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(i, r), daemon=True) for i, r in enumerate(requests)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results
 
 
 def _request(prompt: str, params: dict[str, Any], tokens_key: str, default_tokens: int) -> GenRequest:

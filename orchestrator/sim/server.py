@@ -11,7 +11,6 @@ Going down, as SGLang does it:
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import signal
@@ -23,8 +22,9 @@ from typing import NoReturn
 
 from orchestrator.sim import failures
 from orchestrator.sim.argparser import build_parser
-from orchestrator.sim.endpoints import Api, HttpServer, make_handler
+from orchestrator.sim.endpoints import Api, make_handler
 from orchestrator.sim.engine import Engine
+from orchestrator.sim.http11 import HttpServer, request
 from orchestrator.sim.launch import Launch, model_info, rank_configs, server_info, startup_lines
 from orchestrator.sim.logfmt import STDERR, LogWriter, rank_tag
 from orchestrator.sim.phases import Phase
@@ -194,17 +194,11 @@ class SimServer:
 
 
 def _request(host: str, port: int, method: str, path: str, body: object, api_key: str | None) -> tuple[int, str]:
-    conn = http.client.HTTPConnection(host, port, timeout=WARMUP_TIMEOUT_S)
-    try:
-        payload = json.dumps(body) if body is not None else None
-        headers = {"Content-Type": "application/json"} if payload else {}
-        if api_key:  # as SGLang's warm-up does: its own middleware demands the key
-            headers["Authorization"] = f"Bearer {api_key}"
-        conn.request(method, path, payload, headers)
-        response = conn.getresponse()
-        return response.status, response.read().decode(errors="replace")
-    finally:
-        conn.close()
+    payload = json.dumps(body).encode() if body is not None else None
+    headers = {"Content-Type": "application/json"} if payload else {}
+    if api_key:  # as SGLang's warm-up does: its own middleware demands the key
+        headers["Authorization"] = f"Bearer {api_key}"
+    return request(host, port, method, path, payload, headers, WARMUP_TIMEOUT_S)
 
 
 def _block() -> NoReturn:
