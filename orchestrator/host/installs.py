@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import shlex
 import sys
+import threading
 from pathlib import Path
 from typing import Protocol
 
@@ -25,6 +26,8 @@ SIM_BIN = SIM_ROOT / "bin"
 SIM_SITE = SIM_ROOT / "site"
 """The simulated `sglang` and `pip` packages, first on the path of a simulated install's python."""
 SIM_MODULE = "orchestrator.sim"
+_WRITING = threading.Lock()
+"""Held while an install's python is checked and written: a sweep opens a session per cell worker."""
 
 
 class Installs(Protocol):
@@ -80,7 +83,7 @@ class SimulatedInstalls:
             else:
                 python, scenario, rest = _split_sim_launcher(words, self.config.scenario)
                 path = posixpath.join(workdir, "sim-installs", install or "_host", "bin", "python")
-                self.transport.write_file(path, install_python(python, scenario), mode=0o755)
+                _ensure_file(self.transport, path, install_python(python, scenario))
                 self._written[install] = [path, "-m", "sglang.launch_server", *rest]
         return self._written[install]
 
@@ -100,6 +103,19 @@ def host_installs(config: HostConfig, transport: Transport) -> Installs:
     if config.transport == "sim" or config.scenario is not None:
         return SimulatedInstalls(config, transport)
     return RealInstalls(config)
+
+
+def _ensure_file(transport: Transport, path: str, content: str) -> None:
+    """Write the executable `path` only when it does not already hold `content`.
+
+    Never rewritten under a launch: while any process holds a file open for writing, exec of it fails with
+    ETXTBSY ("Text file busy"), and a subprocess forked by another thread at that moment inherits the writer's
+    descriptor until its own exec. A sweep's worker sessions (and a resumed sweep beside running cells) each
+    ask for the same install, so only the first one that finds it missing or different writes it.
+    """
+    with _WRITING:
+        if transport.read_range(path, 0) != content.encode():
+            transport.write_file(path, content, mode=0o755)
 
 
 def install_python(python: str, scenario: str | None) -> str:

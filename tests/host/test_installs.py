@@ -33,6 +33,27 @@ def test_a_relative_scenario_in_a_launcher_is_made_absolute(tmp_path: Path, monk
     assert absolute_scenario(words) == [*words[:4], str(tmp_path / "s.yaml"), "--x", f"--scenario={tmp_path}/t.yaml"]
 
 
+def test_an_install_python_on_the_host_is_written_once_not_under_running_launches(tmp_path: Path) -> None:
+    # Every cell worker of a sweep opens a session of its own; rewriting the script while another worker's
+    # launch execs it fails that launch with ETXTBSY ("Text file busy"), seen as a cell that exits 126.
+    config = HostConfig(name="simx", transport="sim", workdir=str(tmp_path), python=sys.executable,
+                        scenario=str(REPO / "tests/data/sim-0.5.9.yaml"))  # fmt: skip
+    first, second = HostSession(config, LocalTransport()), HostSession(config, LocalTransport())
+    try:
+        python = Path(first.launcher_words()[0])
+        written = python.stat()
+        assert second.launcher_words()[0] == str(python)
+        assert python.stat().st_ino == written.st_ino and python.stat().st_mtime_ns == written.st_mtime_ns
+        python.write_text("#!/bin/sh\nexit 3\n")  # not the install's script: the next session puts it back
+        third = HostSession(config, LocalTransport())
+        assert third.launcher_words()[0] == str(python) and "sglang" in python.read_text()
+        assert python.stat().st_mode & 0o111
+        third.close()
+    finally:
+        first.close()
+        second.close()
+
+
 def test_each_install_of_a_simulated_host_reports_its_own_release(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
