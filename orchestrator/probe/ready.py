@@ -32,9 +32,9 @@ from orchestrator.settings import Deadlines
 
 HEALTH_TIMEOUT_S = 1.0
 """One `/health_generate` poll; short, so a poll never delays noticing a death."""
-POLL_INTERVAL_S = 0.05
+POLL_INTERVAL_S = 0.025
 """A round is three small reads (a /proc entry, the log's new bytes, one HTTP request), a few ms even
-over SSH, so polling often costs little and both a crash and readiness are seen within ~50 ms."""
+over SSH, so polling often costs little and both a crash and readiness are seen within ~25 ms."""
 
 
 class HealthSource(Protocol):

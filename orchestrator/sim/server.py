@@ -38,11 +38,13 @@ WARMUP_TIMEOUT_S = 600
 class SimServer:
     """One running simulated server."""
 
-    def __init__(self, launch: Launch, state: Path) -> None:
+    def __init__(self, launch: Launch, state: Path, *, imports_began: float | None = None) -> None:
         self.launch = launch
+        spent = time.monotonic() - imports_began if imports_began is not None else 0.0
         self.log = LogWriter()
         self.engine = Engine(launch.plan, launch.scenario.timing, LogWriter(rank_tag(0, launch.tp_size)), self._crash)
-        self.ranks = RankSet(rank_configs(launch, server_pid=os.getpid(), state_dir=str(state)), self._rank_exited)
+        configs = rank_configs(launch, server_pid=os.getpid(), state_dir=str(state), spent_s=spent)
+        self.ranks = RankSet(configs, self._rank_exited)
         self.httpd: HttpServer | None = None
         self._going_down = threading.Lock()
 
