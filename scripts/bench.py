@@ -153,8 +153,8 @@ def measure_naive(env: BenchEnv) -> report.Naive:
         return host.run_cell("invalid", [*base, "--tp-size", "8", "--kv-cache-dtype", "fp9"], ALL_GPUS, port())
 
     jobs: dict[str, Callable[[], Any]] = {f"crash{i}": functools.partial(crash, i) for i in range(CRASHES)}
-    jobs |= {f"cell{n}": functools.partial(cell, n) for n in range(len(NAIVE_SWEEP_CELLS))}
-    results = side_by_side({**jobs, "invalid": invalid})
+    jobs |= {f"cell{n}": functools.partial(cell, n) for n in range(len(NAIVE_SWEEP_CELLS))} | {"invalid": invalid}
+    results = side_by_side(jobs)
     crashes: list[NaiveResult] = [results[f"crash{i}"] for i in range(CRASHES)]
     report.progress("naive: crashes, sweep and invalid cell")
     harvested = NaiveHost(env, "naive-harvest", env.root / "sweep.scenario.yaml", probes).harvest(env.huge_log)

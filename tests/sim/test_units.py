@@ -15,7 +15,7 @@ from orchestrator.sim import answers, check_env, gpu_state
 from orchestrator.sim.argparser import build_parser, given_flags, load_grammar
 from orchestrator.sim.errors import ConfigError
 from orchestrator.sim.failures import NAN_TEXT, Context, main_process_failure, scheduler_failure
-from orchestrator.sim.launch import prepare
+from orchestrator.sim.launch import prepare, rank_configs
 from orchestrator.sim.phases import Phase
 from orchestrator.sim.plan import LaunchPlan, make_plan
 from orchestrator.sim.scenario import Scenario, load_scenario
@@ -170,6 +170,23 @@ def test_phases_a_launch_skips_cannot_fail(tmp_path: Path) -> None:
                      launch_number=1)
     assert launch.graph_batch_sizes == [] and launch.plan.startup is not None
     assert (launch.plan.startup.phase, launch.plan.startup.kind) == (Phase.WARMUP, "cuda_oom")
+
+
+def test_the_simulators_own_start_counts_toward_the_import_phase_never_beyond_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("version: 0.5.9\ntiming: {import_s: 0.05, init_s: 0.04}\n")
+    scenario, grammar = load_scenario(path)
+    namespace = build_parser(grammar).parse_args(["--model-path", "/m", "--tp-size", "2"])
+    launch = prepare(scenario, grammar, namespace, visible_devices=None, gpus=gpu_state.gpus(tmp_path), holdings=[],
+                     launch_number=1)
+
+    def import_s(spent: float) -> list[float]:
+        return [c.timing.import_s for c in rank_configs(launch, server_pid=1, state_dir="/x", spent_s=spent)]
+
+    assert import_s(0.0) == [0.05, 0.05]
+    assert import_s(0.03) == [pytest.approx(0.02)] * 2
+    assert import_s(0.2) == [0.0, 0.0]
+    assert [c.timing.init_s for c in rank_configs(launch, server_pid=1, state_dir="/x", spent_s=0.2)] == [0.04, 0.04]
 
 
 def test_host_failures_come_from_flags_and_gpus(tmp_path: Path) -> None:
