@@ -29,9 +29,9 @@ SCENARIO_ENV = "ORCH_SIM_SCENARIO"
 PROG = "python -m orchestrator.sim"
 
 
-def main(argv: list[str] | None = None, *, imports_began: float | None = None) -> int:
-    """Parse, load the scenario, start the server; returns the exit code. `imports_began` (time.monotonic) is when
-    the simulator started importing: the simulated import phase counts from then."""
+def main(argv: list[str] | None = None, *, began: float | None = None) -> int:
+    """Parse, load the scenario, start the server; returns the exit code. `began` (time.monotonic) is when
+    the simulated import phase began (the process's start, sim/started.py); None: now."""
     pre = argparse.ArgumentParser(prog=PROG, add_help=False, allow_abbrev=False)
     pre.add_argument("--scenario", default=os.environ.get(SCENARIO_ENV))
     pre.add_argument("--host-facts", action="store_true")
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None, *, imports_began: float | None = None) -
         holdings=gpu_state.holdings(state),
         launch_number=gpu_state.next_launch(state),
     )
-    return SimServer(launch, state, imports_began=imports_began).run()
+    return SimServer(launch, state, began=began).run()
 
 
 def host_state(scenario: Scenario) -> Path:

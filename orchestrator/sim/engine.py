@@ -54,6 +54,10 @@ class Engine:
         self._in_flight = 0
         self._answered = False
         self._health_failure_logged = False
+        self.warmup_began: float | None = None
+        """time.monotonic() when the warm-up phase began (every rank ready): the server's own warm-up request is
+        answered on the scenario's schedule from then, so starting to serve and the request's way in are part of
+        the phase, as they are of a real server's."""
 
     def healthy(self) -> bool:
         """Ready and not stuck: what /health reports. The first check that finds it stuck logs SGLang's line."""
@@ -162,11 +166,13 @@ class Engine:
             f"Prefill batch. #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, token usage: 0.00, "
             f"#running-req: {max(0, self._in_flight - 1)}, #queue-req: 0, "
         )
-        time.sleep(self.timing.prefill_s + (0.0 if external else self.timing.warmup_s))
+        arrived = time.monotonic() if external or self.warmup_began is None else self.warmup_began
+        _sleep_until(arrived + self.timing.prefill_s + (0.0 if external else self.timing.warmup_s))
         started = time.monotonic()
         pieces = answers.split_tokens(answer.text)
         for count, piece in enumerate(pieces, start=1):
-            time.sleep(self.timing.decode_token_s)
+            # Each token is due at its place in a steady decode, so small oversleeps never add up over an answer.
+            _sleep_until(started + count * self.timing.decode_token_s)
             if on_piece is not None:
                 on_piece(piece)
             if count % DECODE_LOG_INTERVAL == 0:
@@ -177,6 +183,10 @@ class Engine:
                 )
         self.last_throughput = len(pieces) / max(time.monotonic() - started, 1e-6)
         return answer
+
+
+def _sleep_until(deadline: float) -> None:
+    time.sleep(max(0.0, deadline - time.monotonic()))
 
 
 def _block() -> NoReturn:

@@ -8,7 +8,7 @@ somebody else's process (CUDA OOM naming that process, at memory_alloc), weights
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.sim.argparser import given_flags, raw_values
@@ -245,8 +245,8 @@ def model_info(launch: Launch) -> dict[str, Any]:
     }
 
 
-def rank_configs(launch: Launch, *, server_pid: int, state_dir: str, spent_s: float = 0.0) -> list[RankConfig]:
-    """The config each scheduler rank starts with; `spent_s` of the import phase have passed already."""
+def rank_configs(launch: Launch, *, server_pid: int, state_dir: str, began: float) -> list[RankConfig]:
+    """The config each scheduler rank starts with; `began` (time.monotonic) is when the server's process started."""
     startup = launch.plan.startup
     failure = None
     if startup is not None and startup.phase.value in RANK_PHASES:
@@ -258,7 +258,8 @@ def rank_configs(launch: Launch, *, server_pid: int, state_dir: str, spent_s: fl
             gpu=gpu,
             server_pid=server_pid,
             state_dir=state_dir,
-            timing=replace(launch.scenario.timing, import_s=max(0.0, launch.scenario.timing.import_s - spent_s)),
+            timing=launch.scenario.timing,
+            began=began,
             memory=launch.memory,
             arch=launch.scenario.model.architecture,
             context_len=launch.scenario.model.context_len,

@@ -42,6 +42,10 @@ class RankConfig:
     server_pid: int
     state_dir: str
     timing: Timing
+    began: float
+    """time.monotonic() when the server's process started: each startup phase ends at its offset from then
+    in the scenario's timing, so the simulator's own work (its imports, the forks, the log lines) is absorbed
+    by the phases, as a real server's interpreter start and imports are part of its import phase."""
     memory: MemoryPlan
     arch: str
     context_len: int
@@ -72,6 +76,8 @@ class Rank:
         self.log = LogWriter(rank_tag(config.rank, config.tp_size))
         self.state = Path(config.state_dir)
         self._send_lock = threading.Lock()
+        self._schedule = 0.0
+        """Seconds of the startup's schedule passed so far, from `config.began`."""
 
     def run(self, commands: Iterable[str]) -> NoReturn:
         """Start up, report ready, then serve commands until told to fail or the main process goes."""
@@ -86,14 +92,14 @@ class Rank:
 
     def _startup(self) -> None:
         timing, mem, log = self.config.timing, self.memory, self.log
-        time.sleep(timing.import_s)
+        self._phase_for(timing.import_s)
         self._checkpoint("import")
         log.info("Init torch distributed begin.")
-        time.sleep(timing.init_s)
+        self._phase_for(timing.init_s)
         log.info(f"Init torch distributed ends. mem usage={CONTEXT_GIB:.2f} GB")
         avail = mem.total_gib - CONTEXT_GIB
         log.info(f"Load weight begin. avail mem={avail:.2f} GB")
-        time.sleep(timing.load_weights_s)
+        self._phase_for(timing.load_weights_s)
         self._checkpoint("model_load")
         self._hold(CONTEXT_GIB + mem.weights_gib)
         avail -= mem.weights_gib
@@ -101,7 +107,7 @@ class Rank:
             f"Load weight end. type={self.config.arch}, dtype=torch.bfloat16, avail mem={avail:.2f} GB, "
             f"mem usage={mem.weights_gib:.2f} GB."
         )
-        time.sleep(timing.memory_alloc_s)
+        self._phase_for(timing.memory_alloc_s)
         self._checkpoint("memory_alloc")
         self._hold(CONTEXT_GIB + mem.weights_gib + mem.kv_gib)
         avail -= mem.kv_gib
@@ -126,7 +132,7 @@ class Rank:
         self.log.info(f"Capture cuda graph begin. This can take up to several minutes. avail mem={avail:.2f} GB")
         self.log.info(f"Capture cuda graph bs {sizes}")
         seconds = self.config.timing.capture_cuda_graph_s
-        time.sleep(seconds)
+        self._phase_for(seconds)
         self._checkpoint("cuda_graph_capture")
         left = avail - self.memory.graph_gib
         if self.config.rank == 0:
@@ -140,6 +146,11 @@ class Rank:
             f"Capture cuda graph end. Time elapsed: {seconds:.2f} s. mem usage={self.memory.graph_gib:.2f} GB. "
             f"avail mem={left:.2f} GB."
         )
+
+    def _phase_for(self, seconds: float) -> None:
+        """Let the next `seconds` of the startup's schedule pass (less when this rank started late, never more)."""
+        self._schedule += seconds
+        time.sleep(max(0.0, self.config.began + self._schedule - time.monotonic()))
 
     def _checkpoint(self, phase: str) -> None:
         failure = self.config.failure

@@ -18,18 +18,19 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from orchestrator.sim import failures
 from orchestrator.sim.argparser import build_parser
-from orchestrator.sim.endpoints import Api, make_handler
-from orchestrator.sim.engine import Engine
-from orchestrator.sim.http11 import HttpServer, request
 from orchestrator.sim.launch import Launch, model_info, rank_configs, server_info, startup_lines
 from orchestrator.sim.logfmt import STDERR, LogWriter, rank_tag
 from orchestrator.sim.phases import Phase
 from orchestrator.sim.plan import Failure
 from orchestrator.sim.ranks import RankSet
+
+if TYPE_CHECKING:
+    from orchestrator.sim.engine import Engine
+    from orchestrator.sim.http11 import HttpServer
 
 WARMUP_PROMPT = "The capital city of France is"
 WARMUP_TIMEOUT_S = 600
@@ -38,12 +39,11 @@ WARMUP_TIMEOUT_S = 600
 class SimServer:
     """One running simulated server."""
 
-    def __init__(self, launch: Launch, state: Path, *, imports_began: float | None = None) -> None:
+    def __init__(self, launch: Launch, state: Path, *, began: float | None = None) -> None:
         self.launch = launch
-        spent = time.monotonic() - imports_began if imports_began is not None else 0.0
+        began = began if began is not None else time.monotonic()
         self.log = LogWriter()
-        self.engine = Engine(launch.plan, launch.scenario.timing, LogWriter(rank_tag(0, launch.tp_size)), self._crash)
-        configs = rank_configs(launch, server_pid=os.getpid(), state_dir=str(state), spent_s=spent)
+        configs = rank_configs(launch, server_pid=os.getpid(), state_dir=str(state), began=began)
         self.ranks = RankSet(configs, self._rank_exited)
         self.httpd: HttpServer | None = None
         self._going_down = threading.Lock()
@@ -58,13 +58,20 @@ class SimServer:
             return self._fail_in_main(startup)
         self.log.info(*startup_lines(self.launch))
         self.ranks.start()
+        # The serving side is imported only now, while the forked ranks start up: off the way to ready, as a
+        # real SGLang's HTTP server is, and the bench's whole simulated import phase is 50 ms.
+        from orchestrator.sim.engine import Engine
+
+        engine = Engine(self.launch.plan, self.launch.scenario.timing, LogWriter(rank_tag(0, self.launch.tp_size)),
+                        self._crash)  # fmt: skip
         self.ranks.wait_ready()
-        if not self._serve():
+        engine.warmup_began = time.monotonic()
+        if not self._serve(engine):
             self.ranks.kill()
             return 1
         self._warmup()
         self.log.info("The server is fired up and ready to roll!")
-        self.engine.mark_ready()
+        engine.mark_ready()
         while True:
             time.sleep(3600)
 
@@ -83,16 +90,19 @@ class SimServer:
             self.log.raw(*failures.main_process_failure(failure.kind, self.launch.context(failure)), fd=STDERR)
         return 1
 
-    def _serve(self) -> bool:
+    def _serve(self, engine: Engine) -> bool:
+        from orchestrator.sim.endpoints import Api, make_handler
+        from orchestrator.sim.http11 import HttpServer
+
         host, port = self.launch.host, self.launch.port
         self.log.info(f"INFO:     Started server process [{os.getpid()}]", "INFO:     Waiting for application startup.")
         self.log.info("INFO:     Application startup complete.")
         api = Api(
-            engine=self.engine,
+            engine=engine,
             log=self.log,
             model_name=str(self.launch.values.get("served_model_name") or self.launch.model_path),
             model_info=model_info(self.launch),
-            server_info=lambda: server_info(self.launch, throughput=self.engine.last_throughput),
+            server_info=lambda: server_info(self.launch, throughput=engine.last_throughput),
             max_model_len=self.launch.scenario.model.context_len,
             api_key=self._api_key(),
         )
@@ -196,6 +206,8 @@ class SimServer:
 
 
 def _request(host: str, port: int, method: str, path: str, body: object, api_key: str | None) -> tuple[int, str]:
+    from orchestrator.sim.http11 import request
+
     payload = json.dumps(body).encode() if body is not None else None
     headers = {"Content-Type": "application/json"} if payload else {}
     if api_key:  # as SGLang's warm-up does: its own middleware demands the key

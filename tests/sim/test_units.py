@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from orchestrator.model import Category
 from orchestrator.sim import answers, check_env, gpu_state
+from orchestrator.sim import rank as rank_module
 from orchestrator.sim.argparser import build_parser, given_flags, load_grammar
 from orchestrator.sim.errors import ConfigError
 from orchestrator.sim.failures import NAN_TEXT, Context, main_process_failure, scheduler_failure
@@ -172,21 +175,52 @@ def test_phases_a_launch_skips_cannot_fail(tmp_path: Path) -> None:
     assert (launch.plan.startup.phase, launch.plan.startup.kind) == (Phase.WARMUP, "cuda_oom")
 
 
-def test_the_simulators_own_start_counts_toward_the_import_phase_never_beyond_it(tmp_path: Path) -> None:
+def test_a_ranks_startup_phases_end_on_the_schedule_from_the_process_start_absorbing_a_late_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "s.yaml"
-    path.write_text("version: 0.5.9\ntiming: {import_s: 0.05, init_s: 0.04}\n")
+    path.write_text("version: 0.5.9\ntiming: {import_s: 0.05, init_s: 0.04, load_weights_s: 0.3}\n")
     scenario, grammar = load_scenario(path)
     namespace = build_parser(grammar).parse_args(["--model-path", "/m", "--tp-size", "2"])
     launch = prepare(scenario, grammar, namespace, visible_devices=None, gpus=gpu_state.gpus(tmp_path), holdings=[],
                      launch_number=1)
+    config = rank_configs(launch, server_pid=1, state_dir=str(tmp_path), began=100.0)[1]
+    assert config.began == 100.0 and config.timing.import_s == 0.05
 
-    def import_s(spent: float) -> list[float]:
-        return [c.timing.import_s for c in rank_configs(launch, server_pid=1, state_dir="/x", spent_s=spent)]
+    class Clock:
+        def __init__(self) -> None:
+            self.now = 100.08  # the rank got going 80 ms after the process started: past its import phase's end
+            self.slept: list[float] = []
 
-    assert import_s(0.0) == [0.05, 0.05]
-    assert import_s(0.03) == [pytest.approx(0.02)] * 2
-    assert import_s(0.2) == [0.0, 0.0]
-    assert [c.timing.init_s for c in rank_configs(launch, server_pid=1, state_dir="/x", spent_s=0.2)] == [0.04, 0.04]
+        def monotonic(self) -> float:
+            return self.now
+
+        def sleep(self, seconds: float) -> None:
+            self.slept.append(round(seconds, 6))
+            self.now += seconds + 0.001  # every sleep overshoots a little, as a real one does
+
+    clock = Clock()
+    monkeypatch.setattr(rank_module, "time", clock)
+    sink = socket.socketpair()
+    rank = rank_module.Rank(config, sink[0])
+    for seconds in (0.05, 0.04, 0.3):
+        rank._phase_for(seconds)
+    # Import ended late (no sleep), init took up the lateness, and the overshoots never add up.
+    assert clock.slept == [0.0, pytest.approx(0.009), pytest.approx(0.299)]
+    assert clock.now == pytest.approx(100.0 + 0.05 + 0.04 + 0.3 + 0.001)
+    for end in sink:
+        end.close()
+
+
+def test_the_process_start_is_never_put_before_the_process_began() -> None:
+    code = "import time; from orchestrator.sim.started import process_started as p; print(p(), time.monotonic())"
+    before = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    after = time.monotonic()
+    started, now = map(float, out.split())
+    # One clock tick (10 ms) late at most, and never earlier than the spawn: the age is never overstated.
+    assert before <= started <= now <= after
+    assert started - before <= 0.011 + (after - before)
 
 
 def test_host_failures_come_from_flags_and_gpus(tmp_path: Path) -> None:
