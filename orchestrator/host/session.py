@@ -113,6 +113,8 @@ class HostSession:
         self.installs = host_installs(config, transport)
         """The launcher seam: real installs, or the simulated host's (host/installs.py)."""
         self._help: dict[str | None, Future[CommandResult]] = {}
+        self._versions: dict[str | None, str | None] = {}
+        self._owns_transport = True
         self.free_seen: dict[int, float] = {}
         """GPU index -> when (time.monotonic) nvidia-smi last showed no process on it through this session."""
 
@@ -127,9 +129,22 @@ class HostSession:
             return SlurmSession(config, open_transport(transport_spec(config), breaker))
         return cls(config, open_transport(transport_spec(config), breaker))
 
+    def for_worker(self, breaker: HostBreaker | None = None) -> HostSession:
+        """A session for one more worker thread of this sweep, over this session's connection: a channel per
+        command, not a connection per worker (sshd allows 10 sessions on one, more than a host's cells in flight
+        ask at once). Closing it leaves the connection to this session."""
+        twin = HostSession(self.config, self.transport)
+        twin.installs = self.installs
+        twin._owns_transport = False
+        for name in ("workdir", "base_env"):  # asked of the host once, the same for every worker
+            if name in self.__dict__:
+                twin.__dict__[name] = self.__dict__[name]
+        return twin
+
     def close(self) -> None:
-        """Close the connection (launches keep running: they are detached)."""
-        self.transport.close()
+        """Close the connection (launches keep running: they are detached); a worker's session leaves it open."""
+        if self._owns_transport:
+            self.transport.close()
 
     @cached_property
     def workdir(self) -> str:
@@ -187,6 +202,8 @@ class HostSession:
 
     def sglang_version(self, install: str | None = None) -> str | None:
         """The SGLang version of an install (and the start of reading its `--help`, which preflight needs next)."""
+        if install in self._versions:  # asked by preflight, then again for the grammar
+            return self._versions[install]
         # Each of these starts SGLang's Python (seconds on a real host, with its imports): overlap them.
         self.prefetch_help(install)
         words = self.launcher_words(install)
@@ -194,7 +211,8 @@ class HostSession:
         cli = quote(words[0]) if words and posixpath.basename(words[0]) == "sglang" else None
         found = facts.parse_version(self.sh(facts.sglang_version_command(quote(python), cli), timeout=120).text)
         # Never "sglang unknown" while pip can say: the interpreter may lack importlib metadata for a checkout.
-        return found or self.packages(install).get("sglang")
+        self._versions[install] = found or self.packages(install).get("sglang")
+        return self._versions[install]
 
     def packages(self, install: str | None = None) -> dict[str, str]:
         """Versions of the packages that decide SGLang's behaviour."""

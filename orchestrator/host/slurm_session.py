@@ -17,6 +17,7 @@ from orchestrator.host.session import PORT_SPACING, HostSession
 from orchestrator.host.slurm_jobs import SlurmLauncher, watch_for
 from orchestrator.probe.client import ProbeClient
 from orchestrator.transport.base import Transport
+from orchestrator.transport.breaker import HostBreaker
 from orchestrator.transport.shell import ShellCommand, quote
 
 SSH_QUEUE_AHEAD = 32
@@ -42,6 +43,11 @@ class SlurmSession(HostSession):
         self.launcher: SlurmLauncher = SlurmLauncher(
             transport, config, watch_for(config.name), ports, exports=lambda: self.exports
         )
+
+    def for_worker(self, breaker: HostBreaker | None = None) -> HostSession:
+        """A session of its own connection: each job is watched over its own (see SSH_QUEUE_AHEAD), and dozens of
+        jobs watched at once would pass the 10 sessions sshd allows on one connection."""
+        return HostSession.open(self.config, breaker)
 
     @property
     def exports(self) -> str:

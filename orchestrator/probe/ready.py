@@ -35,6 +35,9 @@ HEALTH_TIMEOUT_S = 1.0
 POLL_INTERVAL_S = 0.025
 """A round is three small reads (a /proc entry, the log's new bytes, one HTTP request), a few ms even
 over SSH, so polling often costs little and both a crash and readiness are seen within ~25 ms."""
+WARMUP_POLL_INTERVAL_S = 0.01
+"""Once the log shows the warm-up (graphs captured, the HTTP server starting), readiness is a warm-up
+request away: rounds this often, for those few seconds only, see it sooner."""
 
 
 class HealthSource(Protocol):
@@ -95,11 +98,13 @@ def wait_ready(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     poll_interval: float = POLL_INTERVAL_S,
+    warmup_poll_interval: float = WARMUP_POLL_INTERVAL_S,
     health_timeout: float = HEALTH_TIMEOUT_S,
 ) -> ReadyResult:
     """Poll until `/health_generate` is 200, the process dies, the log shows a fatal line, or a deadline expires."""
-    if not 0 < poll_interval <= 1.0:
-        raise ValueError(f"poll_interval must be in (0, 1] s, got {poll_interval}")
+    for name, interval in (("poll_interval", poll_interval), ("warmup_poll_interval", warmup_poll_interval)):
+        if not 0 < interval <= 1.0:
+            raise ValueError(f"{name} must be in (0, 1] s, got {interval}")
     start = clock()
     phase: Phase | None = None
     phase_since = start
@@ -130,6 +135,7 @@ def wait_ready(
         limit = _phase_limit(deadlines, phase)
         if (limit is not None and now - phase_since >= limit) or now - start >= deadlines.ready:
             return result(deadline_phase=phase or Phase.IMPORT)
-        pause = tick + poll_interval - clock()
+        warming = phase is not None and phase.order >= Phase.WARMUP.order
+        pause = tick + min(poll_interval, warmup_poll_interval if warming else poll_interval) - clock()
         if pause > 0:
             sleep(pause)

@@ -9,6 +9,7 @@ import os
 import re
 import time
 from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,16 +99,23 @@ def run_preflight(
     started = time.monotonic()
     check_flag_secrets(cells, os.environ)  # before the host is asked anything: seconds, not minutes
     installs = sorted({c.install for c in cells}, key=lambda i: i or "")
-    versions: dict[str, Any] = {}
-    for install in installs:
-        key = f"sglang[{install}]" if install else "sglang"
-        versions[key] = session.sglang_version(install)
-        for name, version in session.packages(install).items():
-            versions[f"{name}[{install}]" if install else name] = version
-    host_facts: dict[str, Any] = dict(session.host_facts())
+    # Each asks the host to start SGLang's Python, pip or nvidia-smi (seconds each on a real host): all at once,
+    # each on its own channel of the one connection; the answers are taken in this order, errors too.
+    with ThreadPoolExecutor(max_workers=2 * len(installs) + 1, thread_name_prefix="preflight") as pool:
+        asked = [(install, pool.submit(session.sglang_version, install), pool.submit(session.packages, install))
+                 for install in installs]  # fmt: skip
+        # The GPU list host_facts reads is the one gpu_holders needs next: one after the other, in one job.
+        gpus = pool.submit(lambda: (session.host_facts(), session.gpu_holders(set(our_pgids)) if check_gpus else []))
+        versions: dict[str, Any] = {}
+        for install, version, packages in asked:
+            versions[f"sglang[{install}]" if install else "sglang"] = version.result()
+            for name, number in packages.result().items():
+                versions[f"{name}[{install}]" if install else name] = number
+        facts, holders = gpus.result()
+    host_facts: dict[str, Any] = dict(facts)
     foreign: list[GpuHolder] = []
     if check_gpus:
-        foreign = [h for h in session.gpu_holders(set(our_pgids)) if not h.ours]
+        foreign = [h for h in holders if not h.ours]
         if foreign and not session.config.kill_foreign_gpu_holders:
             runs = runs_of_holders(session, foreign)
             if runs:

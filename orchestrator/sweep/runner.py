@@ -290,7 +290,7 @@ def _run_jobs(
     """
     scheduler = Scheduler(
         store,
-        lambda: HostSession.open(host, breaker),
+        lambda: session.for_worker(breaker),
         session,
         sweep_id,
         options.settings,

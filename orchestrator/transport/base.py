@@ -20,16 +20,24 @@ from types import TracebackType
 from orchestrator.errors import CommandTimeout, ConnectFailed, ConnectionLost, HostKeyRejected, TransportError
 from orchestrator.transport.shell import Raw, ShellCommand
 
-KILL_POLL_S = 0.02
+KILL_POLL_S = 0.005
 KILL_AFTER_SIGKILL_S = 5.0
 
 # `ps` lists zombies, and `kill -0` reports them alive; a group whose members are all zombies is dead.
 _ALIVE = "ps -eo pgid=,stat= | awk -v g=\"$PG\" '$1 == g && $2 !~ /^Z/ {f = 1} END {exit !f}'"
 _GROUP_ALIVE = f"PG=$1; {_ALIVE}"
-_UNTIL_GONE = f"PG=$1; while {_ALIVE}; do sleep {KILL_POLL_S}; done"
+# While the group's leader (the launch wrapper, which outlives the server) is running, a round is the shell's
+# own `read` of its /proc entry and a `sleep`, so a stopped group is seen gone within ~5 ms. Once the leader
+# is a zombie or gone, `ps` says whether any member but zombies is left (`kill -0` counts zombies).
+_UNTIL_GONE = f"""PG=$1
+while kill -s 0 -- "-$PG" 2>/dev/null; do
+  stat=; {{ read -r stat < "/proc/$PG/stat"; }} 2>/dev/null
+  case "${{stat##*) }}" in Z*|X*|"") {_ALIVE} || exit 0 ;; esac
+  sleep {KILL_POLL_S}
+done"""
 # $1 pgid, $2 grace (s), $3 wait after SIGKILL (s), $4 _UNTIL_GONE; `timeout` bounds each wait by the clock.
-_KILL_GROUP = f"""PG=$1
-{_ALIVE} || exit 0
+_KILL_GROUP = """PG=$1
+kill -s 0 -- "-$PG" 2>/dev/null || exit 0
 kill -s TERM -- "-$PG" 2>/dev/null
 timeout "$2" sh -c "$4" until-gone "$PG" && exit 0
 kill -s KILL -- "-$PG" 2>/dev/null

@@ -20,7 +20,6 @@ from contextlib import suppress
 from typing import Any, TypeVar
 
 import paramiko
-from fabric import Config, Connection
 from tenacity import (
     RetryCallState,
     Retrying,
@@ -42,9 +41,11 @@ from orchestrator.errors import (
 )
 from orchestrator.transport.base import CommandResult, Transport, check_byte_range, map_transport_errors
 from orchestrator.transport.breaker import HostBreaker
-from orchestrator.transport.hostkeys import apply_host_key_policy, changed_key_error
+from orchestrator.transport.hostkeys import changed_key_error
 from orchestrator.transport.launch import EXIT_PID_FILE_EXISTS, LAUNCH_TIMEOUT_S, LaunchRequest
 from orchestrator.transport.shell import ShellCommand
+from orchestrator.transport.ssh_connect import new_connection
+from orchestrator.transport.ssh_files import sftp_read, sftp_write, write_command
 from orchestrator.transport.ssh_keys import auth_refused
 from orchestrator.transport.ssh_target import SshTarget, jump_target, resolve
 
@@ -62,13 +63,8 @@ IO_TIMEOUT_S = 30.0
 KEEPALIVE_S = 15  # a silent peer is noticed, and idle NAT/firewall state kept alive
 REMOTE_TIMEOUT_MARGIN_S = 0.5  # the host's own timeout fires this long after ours, so ours is what callers see
 REMOTE_KILL_GRACE_S = 2  # then SIGKILL if SIGTERM was not enough
-PREFETCH_MIN_BYTES = 1 << 20  # past this, pipeline SFTP reads instead of one 32 KiB round trip at a time
 _CHUNK = 65536
-
-# $1 dir, $2 mode (octal), $3 path: a temp file in the same directory, then an atomic rename.
-_WRITE = """mkdir -p -- "$1" && t=$(mktemp "$1/.orch-write.XXXXXX") || exit 1
-if cat > "$t" && chmod "$2" "$t" && mv -f -- "$t" "$3"; then exit 0; fi
-rm -f -- "$t"; exit 1"""
+CHANNEL_RETRY_S = 0.05
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -96,6 +92,9 @@ class SshTransport(Transport):
         self._conn: Any = None  # fabric.Connection (untyped)
         self._sftp_client: paramiko.SFTPClient | None = None
         self._lock = threading.RLock()
+        self._sftp_lock = threading.Lock()
+        """One SFTP request at a time: the workers of a sweep share the connection, and paramiko's SFTP client
+        would mix up the replies of requests sent at once from several threads."""
         self._connected_once = False
         self._epoch = 0
         self._jump: SshTransport | None = None  # the bastion of a ProxyJump
@@ -153,7 +152,7 @@ class SshTransport(Transport):
 
         def stat() -> int | None:
             sftp = self._sftp()
-            with map_transport_errors(f"{self.describe()}: stat {path}"):
+            with self._sftp_lock, map_transport_errors(f"{self.describe()}: stat {path}"):
                 try:
                     return sftp.stat(path).st_size
                 except FileNotFoundError:
@@ -164,8 +163,10 @@ class SshTransport(Transport):
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
         """Write `path` atomically (temp file + rename in its directory), creating parent directories."""
         payload = data.encode() if isinstance(data, str) else data
-        cmd = ShellCommand("sh", "-c", _WRITE, "orchestrator-write", posixpath.dirname(path) or ".", f"{mode:o}", path)
-        result = self.run(cmd.raw(), timeout=IO_TIMEOUT_S, stdin=payload)
+        if self._retrying(lambda: self._sftp_write(path, payload, mode)):
+            return
+        # Over SFTP a full disk or a file in the way is only "Failure": the same write as a command says which.
+        result = self.run(write_command(path, mode), timeout=IO_TIMEOUT_S, stdin=payload)
         if not result.ok:
             raise TransportError(f"{self.describe()}: cannot write {path}: {result.stderr_text.strip()}")
 
@@ -192,10 +193,7 @@ class SshTransport(Transport):
         conn = self._connection()
         deadline = time.monotonic() + timeout
         with map_transport_errors(f"{self.describe()}: run {command[:80]!r}"):
-            try:
-                chan = conn.transport.open_session(timeout=self.target.connect_timeout)
-            except (paramiko.SSHException, EOFError, OSError) as exc:
-                raise _NotSent(f"{self.describe()}: cannot open a channel: {exc}") from exc
+            chan = self._open_session(conn, deadline)
             try:
                 # The host enforces the timeout too, so a command we gave up on does not run on.
                 limit = f"{timeout + REMOTE_TIMEOUT_MARGIN_S:.3f}"
@@ -208,6 +206,21 @@ class SshTransport(Transport):
                 return self._collect(chan, command, timeout, deadline)
             finally:
                 chan.close()
+
+    def _open_session(self, conn: Any, deadline: float) -> paramiko.Channel:
+        """A session channel for one command; refused ones are asked again, the connection is fine."""
+        while True:
+            try:
+                channel: paramiko.Channel = conn.transport.open_session(timeout=self.target.connect_timeout)
+                return channel
+            except paramiko.ChannelException as exc:
+                # sshd refuses sessions past its MaxSessions (10): the sweep's workers share the connection, and
+                # one of theirs ends within moments.
+                if time.monotonic() + CHANNEL_RETRY_S >= deadline:
+                    raise _NotSent(f"{self.describe()}: cannot open a channel: {exc}") from exc
+                self._sleep(CHANNEL_RETRY_S)
+            except (paramiko.SSHException, EOFError, OSError) as exc:
+                raise _NotSent(f"{self.describe()}: cannot open a channel: {exc}") from exc
 
     def _collect(self, chan: paramiko.Channel, command: str, timeout: float, deadline: float) -> CommandResult:
         out: list[bytes] = []
@@ -240,23 +253,13 @@ class SshTransport(Transport):
 
     def _sftp_read(self, path: str, offset: int, length: int | None) -> bytes | None:
         sftp = self._sftp()
-        with map_transport_errors(f"{self.describe()}: read {path}"):
-            try:
-                f = sftp.open(path, "rb")
-            except FileNotFoundError:
-                return None
-            with f:
-                wanted = length
-                if wanted is None or wanted >= PREFETCH_MIN_BYTES:
-                    available = max((f.stat().st_size or 0) - offset, 0)
-                    wanted = available if wanted is None else min(wanted, available)
-                if wanted == 0:
-                    return b""
-                f.seek(offset)
-                if wanted >= PREFETCH_MIN_BYTES:
-                    f.prefetch(offset + wanted)
-                data: bytes = f.read(wanted)
-                return data
+        with self._sftp_lock, map_transport_errors(f"{self.describe()}: read {path}"):
+            return sftp_read(sftp, path, offset, length)
+
+    def _sftp_write(self, path: str, payload: bytes, mode: int) -> bool:
+        sftp = self._sftp()
+        with self._sftp_lock, map_transport_errors(f"{self.describe()}: write {path}"):
+            return sftp_write(sftp, path, payload, mode)
 
     def _recover_launch(self, pid_path: str) -> int | None:
         """The pid of a launch whose reply was lost, or None if it never claimed its pid file."""
@@ -338,22 +341,7 @@ class SshTransport(Transport):
             return self._sftp_client
 
     def _new_connection(self) -> Any:
-        t = self.target
-        # We resolve ~/.ssh/config ourselves (ssh_target.py); in_stream=False keeps Fabric off our stdin.
-        config = Config(overrides={"load_ssh_configs": False, "run": {"in_stream": False}})
-        conn = Connection(
-            t.hostname, user=t.user, port=t.port, config=config, connect_timeout=t.connect_timeout,
-            connect_kwargs={
-                "key_filename": list(t.key_files),
-                # With no key file: the agent (SSH_AUTH_SOCK), then ~/.ssh/id_*; IdentitiesOnly allows neither.
-                "look_for_keys": not t.key_files and not t.identities_only,
-                "allow_agent": not t.identities_only,
-                "banner_timeout": t.connect_timeout,
-                "auth_timeout": t.connect_timeout,
-            },
-        )  # fmt: skip
-        apply_host_key_policy(conn.client, t)
-        return conn
+        return new_connection(self.target)
 
     def _open(self, conn: Any) -> None:
         t = self.target

@@ -56,7 +56,9 @@ class World:
         self.now += self.health_cost_s
         return self.health.pop(0) if len(self.health) > 1 else self.health[0]
 
-    def wait(self, deadlines: Deadlines = DEADLINES, poll_interval: float = 0.25) -> ReadyResult:
+    def wait(
+        self, deadlines: Deadlines = DEADLINES, poll_interval: float = 0.25, warmup_poll_interval: float | None = None
+    ) -> ReadyResult:
         return wait_ready(
             self,
             is_alive=self.is_alive,
@@ -65,6 +67,7 @@ class World:
             clock=self.clock,
             sleep=self.sleep,
             poll_interval=poll_interval,
+            warmup_poll_interval=poll_interval if warmup_poll_interval is None else warmup_poll_interval,
         )
 
 
@@ -156,10 +159,20 @@ def test_sleep_is_only_the_rest_of_the_interval() -> None:
     assert world.sleeps == [pytest.approx(0.4)]
 
 
+def test_rounds_come_quicker_once_the_log_shows_the_warm_up() -> None:
+    log = {0.0: LogProgress(Phase.CUDA_GRAPH_CAPTURE), 0.5: LogProgress(Phase.WARMUP)}
+    world = World(health=[None, None, 503, 503, 200], log=log)
+    result = world.wait(warmup_poll_interval=0.05)
+    # Two slow rounds while graphs are captured; the round at 0.5 s reads the warm-up, and then they quicken.
+    assert world.sleeps == [0.25, 0.25, pytest.approx(0.05), pytest.approx(0.05)]
+    assert result.ready and result.ready_s == pytest.approx(0.6)
+
+
 @pytest.mark.parametrize("interval", [0.0, 1.5])
-def test_poll_interval_must_be_at_most_a_second(interval: float) -> None:
-    with pytest.raises(ValueError, match="poll_interval"):
-        World().wait(poll_interval=interval)
+@pytest.mark.parametrize("which", ["poll_interval", "warmup_poll_interval"])
+def test_poll_interval_must_be_at_most_a_second(interval: float, which: str) -> None:
+    with pytest.raises(ValueError, match=which):
+        World().wait(**{which: interval})  # type: ignore[arg-type]
 
 
 def test_against_a_real_server_with_the_real_clock() -> None:

@@ -233,6 +233,17 @@ def test_group_alive_ignores_zombies_and_dead_groups(transport: Transport) -> No
         transport.group_alive(1)
 
 
+def test_kill_group_of_nothing_but_zombies_ends_without_waiting_out_the_grace(transport: Transport) -> None:
+    zombie = subprocess.Popen(["true"], start_new_session=True)  # its group lives on as a zombie until waited for
+    try:
+        _wait_for(lambda: _state(zombie.pid) == "Z")
+        started = time.monotonic()
+        assert transport.kill_group(zombie.pid, grace_s=5.0) is False
+        assert time.monotonic() - started < 2.0  # seen dead, not waited on for the whole grace
+    finally:
+        zombie.wait()
+
+
 def test_kill_group_kills_children_too(transport: Transport, tmp_path: Path, groups: list[int]) -> None:
     pid = transport.start_detached("sleep 30 & sleep 30 & wait", str(tmp_path / "log"), str(tmp_path / "pid"))
     groups.append(pid)
