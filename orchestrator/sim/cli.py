@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from orchestrator.sim import gpu_state
@@ -65,7 +64,7 @@ def main(argv: list[str] | None = None, *, began: float | None = None) -> int:
     return SimServer(launch, state, began=began).run()
 
 
-def host_state(scenario: Scenario) -> Path:
+def host_state(scenario: Scenario) -> str:
     """The GPU state directory, described from the scenario unless whoever set it up already did.
 
     An ORCH_SIM_GPUS set by whoever prepared the host overrides the scenario's GPU count.

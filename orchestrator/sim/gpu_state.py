@@ -8,17 +8,17 @@ when it wrote the file (so a recycled pid does not inherit a dead holder's GPUs)
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
-from pathlib import Path
 
 # The fake nvidia-smi imports this module on every call, before and after every launch: no `typing`,
-# `dataclasses`, `tempfile` or `uuid` at import (together about 40 ms of a 60 ms call).
+# `dataclasses`, `tempfile`, `uuid`, `hashlib`, `pathlib` or `contextlib` at import (together most of a call).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    StatePath = str | os.PathLike[str]
 
 STATE_ENV = "ORCH_SIM_GPU_STATE"
 GPUS_ENV = "ORCH_SIM_GPUS"
@@ -88,38 +88,38 @@ class Holding(_Record):
         super().__init__(pid, gpu, memory_mib, server_pid, process_name)
 
 
-def state_dir() -> Path:
+def state_dir() -> str:
     """The state directory named by ORCH_SIM_GPU_STATE (created if missing), else a per-user default."""
     raw = os.environ.get(STATE_ENV)
     if not raw:
         import tempfile
 
         raw = os.path.join(tempfile.gettempdir(), f"orchestrator-sim-gpus-{os.getuid()}")
-    path = Path(raw)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    os.makedirs(raw, exist_ok=True)
+    return raw
 
 
-def read_config(state: Path) -> dict[str, Any]:
+def read_config(state: StatePath) -> dict[str, Any]:
     """The host description written by whoever set the state directory up ({} if none)."""
     try:
-        data = json.loads((state / CONFIG_FILE).read_text())
+        with open(os.path.join(state, CONFIG_FILE)) as handle:
+            data = json.loads(handle.read())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
 def write_config(
-    state: Path, *, gpus: int, name: str, memory_mib: int, compute_cap: str, overwrite: bool = False
+    state: StatePath, *, gpus: int, name: str, memory_mib: int, compute_cap: str, overwrite: bool = False
 ) -> None:
     """Describe the simulated host's GPUs; an existing description wins unless `overwrite`."""
-    path = state / CONFIG_FILE
-    if path.exists() and not overwrite:
+    path = os.path.join(state, CONFIG_FILE)
+    if os.path.exists(path) and not overwrite:
         return
     _write_atomic(path, {"gpus": gpus, "name": name, "memory_mib": memory_mib, "compute_cap": compute_cap})
 
 
-def gpus(state: Path) -> list[Gpu]:
+def gpus(state: StatePath) -> list[Gpu]:
     """The GPUs of the simulated host: count from the config file, else ORCH_SIM_GPUS, else 8."""
     config = read_config(state)
     count = int(config.get("gpus") or os.environ.get(GPUS_ENV) or DEFAULT_GPUS)
@@ -127,13 +127,27 @@ def gpus(state: Path) -> list[Gpu]:
     memory = int(config.get("memory_mib") or DEFAULT_MEMORY_MIB)
     cap = str(config.get("compute_cap") or DEFAULT_COMPUTE_CAP)
     # UUIDs derive from the state directory so that two simulated hosts never share one.
-    anchor = str(state.resolve())
-    import uuid
-
-    return [Gpu(i, f"GPU-{uuid.uuid5(uuid.NAMESPACE_URL, f'{anchor}#{i}')}", name, memory, cap) for i in range(count)]
+    anchor = os.path.realpath(state)
+    return [Gpu(i, f"GPU-{_uuid5_url(f'{anchor}#{i}')}", name, memory, cap) for i in range(count)]
 
 
-def hold(state: Path, memory_by_gpu: dict[int, int], *, server_pid: int | None = None, name: str = "python") -> None:
+def _uuid5_url(name: str) -> str:
+    """uuid.uuid5(uuid.NAMESPACE_URL, name) as text, without `uuid`'s imports (platform, hashlib's OpenSSL)."""
+    try:
+        from _sha1 import sha1  # type: ignore[import-not-found]  # CPython's own, no OpenSSL to load
+    except ImportError:  # pragma: no cover - other interpreters
+        from hashlib import sha1
+    namespace_url = bytes.fromhex("6ba7b8119dad11d180b400c04fd430c8")
+    raw = bytearray(sha1(namespace_url + name.encode()).digest()[:16])
+    raw[6] = (raw[6] & 0x0F) | 0x50  # version 5
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def hold(
+    state: StatePath, memory_by_gpu: dict[int, int], *, server_pid: int | None = None, name: str = "python"
+) -> None:
     """Record (or update) what the calling process holds: GPU index -> MiB."""
     pid = os.getpid()
     record = {
@@ -143,21 +157,25 @@ def hold(state: Path, memory_by_gpu: dict[int, int], *, server_pid: int | None =
         "name": name,
         "gpus": {str(gpu): mib for gpu, mib in memory_by_gpu.items()},
     }
-    _write_atomic(state / f"hold-{pid}.json", record)
+    _write_atomic(os.path.join(state, f"hold-{pid}.json"), record)
 
 
-def release(state: Path) -> None:
+def release(state: StatePath) -> None:
     """Forget what the calling process holds."""
-    with contextlib.suppress(FileNotFoundError):
-        (state / f"hold-{os.getpid()}.json").unlink()
+    _unlink_quietly(os.path.join(state, f"hold-{os.getpid()}.json"))
 
 
-def holdings(state: Path) -> list[Holding]:
+def holdings(state: StatePath) -> list[Holding]:
     """What live processes hold, by GPU then pid; files of dead holders are removed on the way."""
     found: list[Holding] = []
-    for path in state.glob("hold-*.json"):
+    try:
+        names = os.listdir(state)
+    except OSError:
+        names = []
+    for path in (os.path.join(state, n) for n in names if n.startswith("hold-") and n.endswith(".json")):
         try:
-            record = json.loads(path.read_text())
+            with open(path) as handle:
+                record = json.loads(handle.read())
             pid = int(record["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
@@ -169,9 +187,9 @@ def holdings(state: Path) -> list[Holding]:
     return sorted(found, key=lambda h: (h.gpu, h.pid))
 
 
-def next_launch(state: Path) -> int:
+def next_launch(state: StatePath) -> int:
     """Count one more launch on this simulated host and return its number (1, 2, ...)."""
-    with open(state / "launches", "a+") as handle:
+    with open(os.path.join(state, "launches"), "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)
         text = handle.read().strip()
@@ -196,12 +214,16 @@ def _start_time(pid: int) -> str | None:
     return fields[19]
 
 
-def _write_atomic(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data))
+def _write_atomic(path: str, data: dict[str, Any]) -> None:
+    head, name = os.path.split(path)
+    tmp = os.path.join(head, f".{name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as handle:
+        handle.write(json.dumps(data))
     os.replace(tmp, path)
 
 
-def _unlink_quietly(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        path.unlink()
+def _unlink_quietly(path: str) -> None:
+    try:  # noqa: SIM105 - contextlib costs the fake nvidia-smi more than the rest of this module
+        os.unlink(path)
+    except OSError:
+        pass

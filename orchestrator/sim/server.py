@@ -16,7 +16,6 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, NoReturn
 
@@ -39,7 +38,7 @@ WARMUP_TIMEOUT_S = 600
 class SimServer:
     """One running simulated server."""
 
-    def __init__(self, launch: Launch, state: Path, *, began: float | None = None) -> None:
+    def __init__(self, launch: Launch, state: str, *, began: float | None = None) -> None:
         self.launch = launch
         began = began if began is not None else time.monotonic()
         self.log = LogWriter()

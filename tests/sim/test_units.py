@@ -383,3 +383,12 @@ def test_check_env_reports_the_scenario_packages(tmp_path: Path) -> None:
     lines = check_env.report(scenario, gpus)
     assert "GPU 0,1,2,3,4,5,6,7: NVIDIA RTX PRO 6000 Blackwell Server Edition" in lines
     assert "PyTorch: 2.9.1" in lines and "flashinfer_python: 0.5.3" in lines and "sglang: 0.5.9" in lines
+
+
+def test_gpu_uuids_are_the_uuid5_of_the_state_directory_as_before(tmp_path: Path) -> None:
+    import uuid
+
+    anchor = os.path.realpath(tmp_path)
+    found = [g.uuid for g in gpu_state.gpus(tmp_path)]
+    assert found == [f"GPU-{uuid.uuid5(uuid.NAMESPACE_URL, f'{anchor}#{i}')}" for i in range(len(found))]
+    assert found == [g.uuid for g in gpu_state.gpus(str(tmp_path))]
