@@ -100,14 +100,6 @@ print("foreign" if inodes else "none")
 """
 
 
-@dataclasses.dataclass(frozen=True)
-class GpuReading:
-    """nvidia-smi's list of GPU processes, and when it was asked for (a GPU is never thought free later than it was)."""
-
-    result: CommandResult
-    asked: float
-
-
 class HostSession:
     """One open connection to a host, with everything the sweep asks of it."""
 
@@ -175,11 +167,8 @@ class HostSession:
 
     def sh(self, command: str, timeout: float = 60.0) -> CommandResult:
         """Run a command on the host with the host's environment."""
-        return self.transport.run(self.with_env(command), timeout=timeout)
-
-    def with_env(self, command: str) -> str:
-        """`command` with the host's environment exported before it."""
-        return "".join(f"export {k}={quote(v)}; " for k, v in sorted(self.base_env.items())) + command
+        exports = "".join(f"export {k}={quote(v)}; " for k, v in sorted(self.base_env.items()))
+        return self.transport.run(exports + command, timeout=timeout)
 
     def launcher_words(self, install: str | None = None) -> list[str]:
         """The command that starts SGLang for an install (before its flags)."""
@@ -239,25 +228,12 @@ class HostSession:
         info["gpus"] = str(self.config.gpus)
         return info
 
-    def stop_launch(self, launch: Launch, grace_s: float) -> tuple[bool, GpuReading | None]:
-        """Stop a launch's process group (True: SIGKILL was needed) and, in the same round trip, read which
-        processes hold GPUs once it is gone: the first look of `wait_gpus_released`."""
-        asked = time.monotonic()
-        sigkilled, result = self.transport.kill_group_then(launch.pgid, grace_s, self.with_env(facts.GPU_APPS_QUERY))
-        return sigkilled, GpuReading(result, asked)
-
-    def gpu_holders(
-        self, our_pgids: set[int], gpus: Collection[int] | None = None, reading: GpuReading | None = None
-    ) -> list[facts.GpuHolder]:
-        """Processes holding memory on `gpus` (default: any GPU), marked ours when in one of our launches' groups;
-        `reading`: nvidia-smi's answer already in hand (from `stop_launch`)."""
+    def gpu_holders(self, our_pgids: set[int], gpus: Collection[int] | None = None) -> list[facts.GpuHolder]:
+        """Processes holding memory on `gpus` (default: any GPU), marked ours when in one of our launches' groups."""
         # One nvidia-smi per call: it is slow to start (a real one often 0.1-0.5 s), and this runs before
         # and after every launch. The process table is read only when there are holders to tell apart.
-        if reading is None:
-            asked = time.monotonic()  # taken before the query, so a GPU is never thought free later than it was
-            reading = GpuReading(self.sh(facts.GPU_APPS_QUERY, timeout=30), asked)
-        asked = reading.asked
-        procs = facts.parse_gpu_processes(reading.result.text)
+        asked = time.monotonic()  # taken before the query, so a GPU is never thought free later than it was
+        procs = facts.parse_gpu_processes(self.sh(facts.GPU_APPS_QUERY, timeout=30).text)
         known = self._gpu_list(procs)
         holders = facts.gpu_holders(known, procs, set())
         busy = {h.gpu_index for h in holders}
@@ -287,15 +263,11 @@ class HostSession:
     def _gpu_key(self) -> tuple[str, str, str]:
         return (self.config.name, self.transport.describe(), self.config.workdir)
 
-    def wait_gpus_released(
-        self, gpus: tuple[int, ...], timeout: float, first: GpuReading | None = None
-    ) -> tuple[bool, list[facts.GpuHolder]]:
-        """Wait until nvidia-smi shows no process on these GPUs (`first`: its answer already in hand); the holders
-        left if it never does."""
+    def wait_gpus_released(self, gpus: tuple[int, ...], timeout: float) -> tuple[bool, list[facts.GpuHolder]]:
+        """Wait until nvidia-smi shows no process on these GPUs; the holders left if it never does."""
         deadline = time.monotonic() + timeout
         while True:
-            holders = self.gpu_holders(set(), gpus, first)
-            first = None
+            holders = self.gpu_holders(set(), gpus)
             if not holders:
                 return True, []
             if time.monotonic() >= deadline:
