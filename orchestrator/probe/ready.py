@@ -136,6 +136,7 @@ def wait_ready(
         if (limit is not None and now - phase_since >= limit) or now - start >= deadlines.ready:
             return result(deadline_phase=phase or Phase.IMPORT)
         warming = phase is not None and phase.order >= Phase.WARMUP.order
-        pause = tick + min(poll_interval, warmup_poll_interval if warming else poll_interval) - clock()
+        interval = min(poll_interval, warmup_poll_interval) if warming else poll_interval
+        pause = tick + interval - clock()
         if pause > 0:
             sleep(pause)

@@ -17,7 +17,6 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
@@ -74,7 +73,7 @@ class Rank:
         self.control = control
         self.memory = config.memory
         self.log = LogWriter(rank_tag(config.rank, config.tp_size))
-        self.state = Path(config.state_dir)
+        self.state = config.state_dir
         self._send_lock = threading.Lock()
         self._schedule = 0.0
         """Seconds of the startup's schedule passed so far, from `config.began`."""

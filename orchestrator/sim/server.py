@@ -42,7 +42,7 @@ class SimServer:
         self.launch = launch
         began = began if began is not None else time.monotonic()
         self.log = LogWriter()
-        configs = rank_configs(launch, server_pid=os.getpid(), state_dir=str(state), began=began)
+        configs = rank_configs(launch, server_pid=os.getpid(), state_dir=state, began=began)
         self.ranks = RankSet(configs, self._rank_exited)
         self.httpd: HttpServer | None = None
         self._going_down = threading.Lock()

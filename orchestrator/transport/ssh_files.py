@@ -68,8 +68,7 @@ def sftp_write(sftp: paramiko.SFTPClient, path: str, payload: bytes, mode: int) 
             _make_dirs(sftp, parent)
             handle = sftp.open(temp, "wbx")
     except OSError as exc:
-        if exc.errno is None and not _alive(sftp):
-            raise
+        _raise_if_connection_lost(exc, sftp)
         return False
     try:
         with handle:
@@ -78,8 +77,7 @@ def sftp_write(sftp: paramiko.SFTPClient, path: str, payload: bytes, mode: int) 
             handle.write(payload)
         sftp.posix_rename(temp, path)
     except OSError as exc:
-        if exc.errno is None and not _alive(sftp):
-            raise
+        _raise_if_connection_lost(exc, sftp)
         with suppress(OSError):
             sftp.remove(temp)
         return False
@@ -103,7 +101,11 @@ def _make_dirs(sftp: paramiko.SFTPClient, directory: str) -> None:
             sftp.stat(each)  # made meanwhile by somebody else is fine; anything else raises here
 
 
-def _alive(sftp: paramiko.SFTPClient) -> bool:
+def _raise_if_connection_lost(exc: OSError, sftp: paramiko.SFTPClient) -> None:
+    """Re-raise `exc` when it is the connection that failed, not the host refusing a file operation: SFTP's
+    "Failure" carries no errno, like paramiko's "Socket is closed", so the channel is asked."""
     channel = sftp.get_channel()
     transport = channel.get_transport() if channel is not None else None
-    return channel is not None and not channel.closed and transport is not None and transport.is_active()
+    alive = channel is not None and not channel.closed and transport is not None and transport.is_active()
+    if exc.errno is None and not alive:
+        raise exc
