@@ -15,11 +15,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from orchestrator.secret import SecretRef
-from orchestrator.transport.base import Transport
+from orchestrator.transport.base import CommandResult, Transport
 from orchestrator.transport.shell import quote
 
 API_KEY_FLAGS = ("--api-key",)
 """SGLang's flag whose value its HTTP API then demands as `Authorization: Bearer <key>` (all but /health*)."""
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """A launch once stopped."""
+
+    sigkilled: bool
+    """It survived SIGTERM for the whole grace (ranks hung in shutdown)."""
+    after: CommandResult | None = None
+    """The answer of the command asked to run once it was gone; None when none ran (none asked, or a batch
+    scheduler's stop, which runs nothing on the node)."""
 
 
 @dataclass(frozen=True)
@@ -178,9 +189,13 @@ class Launcher:
         raw = self.transport.read_range(launch.spec.exit_code_path, 0).decode(errors="replace").strip()
         return int(raw) if raw.lstrip("-").isdigit() else None
 
-    def stop(self, launch: Launch, grace_s: float) -> bool:
-        """SIGTERM the whole process group, SIGKILL after `grace_s`; True if SIGKILL was needed."""
-        return self.transport.kill_group(launch.pgid, grace_s)
+    def stop(self, launch: Launch, grace_s: float, then: str | None = None) -> Stopped:
+        """SIGTERM the whole process group, SIGKILL after `grace_s`; `then`: a shell command run on the host once
+        the group is gone, in the same round trip (what the host looks like after the launch, e.g. its GPUs)."""
+        if then is None:
+            return Stopped(self.transport.kill_group(launch.pgid, grace_s))
+        sigkilled, after = self.transport.kill_group_then(launch.pgid, grace_s, then)
+        return Stopped(sigkilled, after)
 
     def placed(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> Launch:
         """The launch once it runs where it can be probed (a started process group already does)."""

@@ -100,6 +100,14 @@ print("foreign" if inodes else "none")
 """
 
 
+@dataclasses.dataclass(frozen=True)
+class GpuReading:
+    """nvidia-smi's list of GPU processes, and when it was asked for (a GPU is never thought free later than it was)."""
+
+    result: CommandResult
+    asked: float
+
+
 class HostSession:
     """One open connection to a host, with everything the sweep asks of it."""
 
@@ -167,8 +175,11 @@ class HostSession:
 
     def sh(self, command: str, timeout: float = 60.0) -> CommandResult:
         """Run a command on the host with the host's environment."""
-        exports = "".join(f"export {k}={quote(v)}; " for k, v in sorted(self.base_env.items()))
-        return self.transport.run(exports + command, timeout=timeout)
+        return self.transport.run(self.with_env(command), timeout=timeout)
+
+    def with_env(self, command: str) -> str:
+        """`command` with the host's environment exported before it."""
+        return "".join(f"export {k}={quote(v)}; " for k, v in sorted(self.base_env.items())) + command
 
     def launcher_words(self, install: str | None = None) -> list[str]:
         """The command that starts SGLang for an install (before its flags)."""
@@ -228,12 +239,25 @@ class HostSession:
         info["gpus"] = str(self.config.gpus)
         return info
 
-    def gpu_holders(self, our_pgids: set[int], gpus: Collection[int] | None = None) -> list[facts.GpuHolder]:
-        """Processes holding memory on `gpus` (default: any GPU), marked ours when in one of our launches' groups."""
+    def stop_launch(self, launch: Launch, grace_s: float) -> tuple[bool, GpuReading | None]:
+        """Stop a launch's process group (True: SIGKILL was needed) and, in the same round trip, read which
+        processes hold GPUs once it is gone: the first look of `wait_gpus_released`."""
+        asked = time.monotonic()
+        stopped = self.launcher.stop(launch, grace_s, then=self.with_env(facts.GPU_APPS_QUERY))
+        return stopped.sigkilled, GpuReading(stopped.after, asked) if stopped.after is not None else None
+
+    def gpu_holders(
+        self, our_pgids: set[int], gpus: Collection[int] | None = None, reading: GpuReading | None = None
+    ) -> list[facts.GpuHolder]:
+        """Processes holding memory on `gpus` (default: any GPU), marked ours when in one of our launches' groups;
+        `reading`: nvidia-smi's answer already in hand (from `stop_launch`)."""
         # One nvidia-smi per call: it is slow to start (a real one often 0.1-0.5 s), and this runs before
         # and after every launch. The process table is read only when there are holders to tell apart.
-        asked = time.monotonic()  # taken before the query, so a GPU is never thought free later than it was
-        procs = facts.parse_gpu_processes(self.sh(facts.GPU_APPS_QUERY, timeout=30).text)
+        if reading is None:
+            asked = time.monotonic()  # taken before the query, so a GPU is never thought free later than it was
+            reading = GpuReading(self.sh(facts.GPU_APPS_QUERY, timeout=30), asked)
+        asked = reading.asked
+        procs = facts.parse_gpu_processes(reading.result.text)
         known = self._gpu_list(procs)
         holders = facts.gpu_holders(known, procs, set())
         busy = {h.gpu_index for h in holders}
@@ -263,11 +287,15 @@ class HostSession:
     def _gpu_key(self) -> tuple[str, str, str]:
         return (self.config.name, self.transport.describe(), self.config.workdir)
 
-    def wait_gpus_released(self, gpus: tuple[int, ...], timeout: float) -> tuple[bool, list[facts.GpuHolder]]:
-        """Wait until nvidia-smi shows no process on these GPUs; the holders left if it never does."""
+    def wait_gpus_released(
+        self, gpus: tuple[int, ...], timeout: float, first: GpuReading | None = None
+    ) -> tuple[bool, list[facts.GpuHolder]]:
+        """Wait until nvidia-smi shows no process on these GPUs (`first`: its answer already in hand); the holders
+        left if it never does."""
         deadline = time.monotonic() + timeout
         while True:
-            holders = self.gpu_holders(set(), gpus)
+            holders = self.gpu_holders(set(), gpus, first)
+            first = None
             if not holders:
                 return True, []
             if time.monotonic() >= deadline:

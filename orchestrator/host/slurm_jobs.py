@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 
 from orchestrator.config.model import HostConfig
 from orchestrator.errors import LaunchError, TransportError
-from orchestrator.host.launcher import Launch, Launcher, LaunchSpec, SchedulerEnd, api_key_of
+from orchestrator.host.launcher import Launch, Launcher, LaunchSpec, SchedulerEnd, Stopped, api_key_of
 from orchestrator.host.slurm_script import parse_placement, render_job_sh
 from orchestrator.transport.base import CommandResult, Transport
 from orchestrator.transport.slurm import (
@@ -220,12 +220,13 @@ class SlurmLauncher(Launcher):
             return None
         return SchedulerEnd(final.state, killed_reason(final))
 
-    def stop(self, launch: Launch, grace_s: float) -> bool:
-        """scancel the job and wait until it left the queue (TransportError if it never does)."""
+    def stop(self, launch: Launch, grace_s: float, then: str | None = None) -> Stopped:
+        """scancel the job and wait until it left the queue (TransportError if it never does); `then` is not run:
+        the node's GPUs are Slurm's to free, not ours to look at."""
         job_id = self._id(launch)
         if not self.alive(launch):
             self.watch.forget(job_id)
-            return False
+            return Stopped(False)
         self.watch.cancelled_by_us.add(job_id)
         self._slurm(scancel_command([job_id]))
         deadline = time.monotonic() + grace_s + CANCEL_WAIT_S
@@ -233,7 +234,7 @@ class SlurmLauncher(Launcher):
             info = self.watch.get(self._slurm, job_id, fresh=True)
             if info is None or (not info.active and info.state != "COMPLETING"):
                 self.watch.forget(job_id)
-                return False
+                return Stopped(False)
             time.sleep(POLL_S)
         raise TransportError(f"Slurm job {job_id} still in the queue {grace_s + CANCEL_WAIT_S:.0f}s after scancel")
 

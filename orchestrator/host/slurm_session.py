@@ -13,7 +13,7 @@ import httpx
 from orchestrator.config.model import HostConfig
 from orchestrator.host import facts
 from orchestrator.host.launcher import Launch
-from orchestrator.host.session import PORT_SPACING, HostSession
+from orchestrator.host.session import PORT_SPACING, GpuReading, HostSession
 from orchestrator.host.slurm_jobs import SlurmLauncher, watch_for
 from orchestrator.probe.client import ProbeClient
 from orchestrator.transport.base import Transport
@@ -68,11 +68,15 @@ class SlurmSession(HostSession):
             "slurm_version": version.removeprefix("slurm "),
         }
 
-    def gpu_holders(self, our_pgids: set[int], gpus: object = None) -> list[facts.GpuHolder]:
+    def gpu_holders(
+        self, our_pgids: set[int], gpus: object = None, reading: GpuReading | None = None
+    ) -> list[facts.GpuHolder]:
         """None: Slurm hands each job GPUs no other job holds."""
         return []
 
-    def wait_gpus_released(self, gpus: tuple[int, ...], timeout: float) -> tuple[bool, list[facts.GpuHolder]]:
+    def wait_gpus_released(
+        self, gpus: tuple[int, ...], timeout: float, first: GpuReading | None = None
+    ) -> tuple[bool, list[facts.GpuHolder]]:
         """Released once the job left the queue (stop waits for that)."""
         return True, []
 

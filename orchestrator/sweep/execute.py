@@ -159,7 +159,8 @@ def execute_run(
         died_alone = exit_code is not None or not launcher.alive(launch)
         killed = launcher.killed_by_scheduler(launch) if died_alone else None
         marks.mark("harvest_s")
-        if launcher.stop(launch, settings.deadlines.stop_grace):
+        sigkilled, gpus_after = session.stop_launch(launch, settings.deadlines.stop_grace)
+        if sigkilled:
             # Survived SIGTERM for the whole grace (ranks hung in shutdown): worth seeing in the record.
             live.timings["sigkill_after_s"] = settings.deadlines.stop_grace
         marks.mark("stop_s")
@@ -178,7 +179,7 @@ def execute_run(
     if killed is not None:
         verdict = scheduler_killed_verdict(verdict, killed.state, killed.reason)
     marks.mark("classify_s")
-    released, leftovers = session.wait_gpus_released(spec.gpus, settings.deadlines.gpu_release)
+    released, leftovers = session.wait_gpus_released(spec.gpus, settings.deadlines.gpu_release, gpus_after)
     marks.mark("gpu_free_s")
     live.timings["total"] = round(time.monotonic() - started, 3)
     return RunReport(outcome, evidence, verdict, live.timings, launch.pgid, released, leftovers, launch)

@@ -43,6 +43,11 @@ timeout "$2" sh -c "$4" until-gone "$PG" && exit 0
 kill -s KILL -- "-$PG" 2>/dev/null
 timeout "$3" sh -c "$4" until-gone "$PG" && exit 3
 exit 4"""
+# $1 _KILL_GROUP, $2-$5 its arguments, $6 the command to run once the group is gone.
+_KILL_THEN = """sh -c "$1" kill-group "$2" "$3" "$4" "$5"; k=$?
+printf 'kill-group:%s\\n' "$k"
+eval "$6"
+"""
 
 
 @dataclass(frozen=True)
@@ -149,13 +154,31 @@ class Transport(abc.ABC):
             f"{grace_s:.3f}", f"{KILL_AFTER_SIGKILL_S:.3f}", _UNTIL_GONE,
         )  # fmt: skip
         result = self.run(cmd.raw(), timeout=grace_s + KILL_AFTER_SIGKILL_S + 10)
-        if result.exit_code == 0:
+        return self._killed(pgid, result.exit_code, result.stderr_text)
+
+    def kill_group_then(self, pgid: int, grace_s: float, then: str) -> tuple[bool, CommandResult]:
+        """`kill_group`, then the shell command `then` in the same round trip (what the host looks like once the
+        group is gone, e.g. its GPUs); `then`'s output and exit code come back as its CommandResult."""
+        cmd = ShellCommand(
+            "sh", "-c", _KILL_THEN, "kill-then", _KILL_GROUP, _check_pgid(pgid),
+            f"{grace_s:.3f}", f"{KILL_AFTER_SIGKILL_S:.3f}", _UNTIL_GONE, then,
+        )  # fmt: skip
+        result = self.run(cmd.raw(), timeout=grace_s + KILL_AFTER_SIGKILL_S + 40)
+        head, _, rest = result.stdout.partition(b"\n")
+        code = head.decode(errors="replace").removeprefix("kill-group:")
+        if not code.isdigit():
+            raise TransportError(f"{self.describe()}: kill_group {pgid} failed: {result.stderr_text.strip()}")
+        sigkilled = self._killed(pgid, int(code), result.stderr_text)
+        return sigkilled, CommandResult(result.exit_code, rest, result.stderr)
+
+    def _killed(self, pgid: int, exit_code: int, stderr: str) -> bool:
+        if exit_code == 0:
             return False
-        if result.exit_code == 3:
+        if exit_code == 3:
             return True
-        if result.exit_code == 4:
+        if exit_code == 4:
             raise TransportError(f"{self.describe()}: group {pgid} still alive {KILL_AFTER_SIGKILL_S}s after SIGKILL")
-        raise TransportError(f"{self.describe()}: kill_group {pgid} failed: {result.stderr_text.strip()}")
+        raise TransportError(f"{self.describe()}: kill_group {pgid} failed: {stderr.strip()}")
 
     def __enter__(self) -> Transport:
         return self

@@ -16,7 +16,7 @@ import pytest
 
 from orchestrator.config.model import effective_deadlines
 from orchestrator.errors import TransportError
-from orchestrator.host.launcher import Launch, Launcher
+from orchestrator.host.launcher import Launch, Launcher, Stopped
 from orchestrator.store.records import RunRecord
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep import recover, runner
@@ -104,10 +104,10 @@ def _stop_fails_for(label_words: tuple[str, ...], monkeypatch: pytest.MonkeyPatc
     """Make stopping the launch whose argv has all of `label_words` fail as if the host were unreachable."""
     real = Launcher.stop
 
-    def stop(self: Launcher, launch: Launch, grace_s: float) -> bool:
+    def stop(self: Launcher, launch: Launch, grace_s: float, then: str | None = None) -> Stopped:
         if all(word in launch.spec.argv for word in label_words):
             raise TransportError("test: the host stopped answering while stopping this launch")
-        return real(self, launch, grace_s)
+        return real(self, launch, grace_s, then)
 
     monkeypatch.setattr(Launcher, "stop", stop)
 

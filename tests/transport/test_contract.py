@@ -253,6 +253,21 @@ def test_kill_group_kills_children_too(transport: Transport, tmp_path: Path, gro
     assert _members(pid) == [] and not transport.group_alive(pid)
 
 
+def test_kill_group_then_runs_the_command_once_the_group_is_gone(
+    transport: Transport, tmp_path: Path, groups: list[int]
+) -> None:
+    pid = transport.start_detached("sleep 30 & wait", str(tmp_path / "log"), str(tmp_path / "pid"))
+    groups.append(pid)
+    _wait_for(lambda: len(_members(pid)) == 2)
+    # The command sees the group gone (no member left) and its own output and exit code come back.
+    then = f"ps -eo pgid=,stat= | awk '$1 == {pid} && $2 !~ /^Z/' | wc -l; echo 'it said: x y'; exit 7"
+    sigkilled, result = transport.kill_group_then(pid, 5.0, then)
+    assert sigkilled is False and _members(pid) == []
+    assert result.exit_code == 7 and result.text.split() == ["0", "it", "said:", "x", "y"]
+    sigkilled, result = transport.kill_group_then(pid, 5.0, "echo again")  # already gone: just the command
+    assert sigkilled is False and result.ok and result.text == "again\n"
+
+
 def test_kill_group_escalates_to_sigkill(transport: Transport, tmp_path: Path, groups: list[int]) -> None:
     # An ignored SIGTERM is inherited by the children, so the whole group ignores it.
     pid = transport.start_detached("trap '' TERM; sleep 30 & wait", str(tmp_path / "log"), str(tmp_path / "pid"))
