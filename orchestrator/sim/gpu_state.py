@@ -1,15 +1,17 @@
 """Which process holds which simulated GPU, kept as small files in a state directory.
 
 Stdlib only and free of package imports: the fake `nvidia-smi` loads this file by path with whatever
-python3 the host has. Every holder writes `hold-<pid>.json`. A holder that dies, even by SIGKILL, stops
+python3 the host has. Every holder writes `hold-<pid>`. A holder that dies, even by SIGKILL, stops
 counting because readers check that its pid is alive, not a zombie, and still has the start time it had
 when it wrote the file (so a recycled pid does not inherit a dead holder's GPUs).
+
+Both files are lines of `key value` (a `gpu` line is `gpu <index> <MiB>`), not JSON: `json` brings `re`
+and `enum`, a quarter of a fake nvidia-smi call, and that call runs before and after every launch.
 """
 
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 
 # The fake nvidia-smi imports this module on every call, before and after every launch: no `typing`,
@@ -22,7 +24,8 @@ if TYPE_CHECKING:
 
 STATE_ENV = "ORCH_SIM_GPU_STATE"
 GPUS_ENV = "ORCH_SIM_GPUS"
-CONFIG_FILE = "config.json"
+CONFIG_FILE = "config"
+HOLD_PREFIX = "hold-"
 DEFAULT_GPUS = 8
 DEFAULT_NAME = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 DEFAULT_MEMORY_MIB = 97887
@@ -99,14 +102,13 @@ def state_dir() -> str:
     return raw
 
 
-def read_config(state: StatePath) -> dict[str, Any]:
+def read_config(state: StatePath) -> dict[str, str]:
     """The host description written by whoever set the state directory up ({} if none)."""
     try:
         with open(os.path.join(state, CONFIG_FILE)) as handle:
-            data = json.loads(handle.read())
-    except (OSError, ValueError):
+            return dict(_pairs(handle.read()))
+    except OSError:
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def write_config(
@@ -116,16 +118,16 @@ def write_config(
     path = os.path.join(state, CONFIG_FILE)
     if os.path.exists(path) and not overwrite:
         return
-    _write_atomic(path, {"gpus": gpus, "name": name, "memory_mib": memory_mib, "compute_cap": compute_cap})
+    _write_atomic(path, [("gpus", gpus), ("name", name), ("memory_mib", memory_mib), ("compute_cap", compute_cap)])
 
 
 def gpus(state: StatePath) -> list[Gpu]:
     """The GPUs of the simulated host: count from the config file, else ORCH_SIM_GPUS, else 8."""
     config = read_config(state)
     count = int(config.get("gpus") or os.environ.get(GPUS_ENV) or DEFAULT_GPUS)
-    name = str(config.get("name") or DEFAULT_NAME)
+    name = config.get("name") or DEFAULT_NAME
     memory = int(config.get("memory_mib") or DEFAULT_MEMORY_MIB)
-    cap = str(config.get("compute_cap") or DEFAULT_COMPUTE_CAP)
+    cap = config.get("compute_cap") or DEFAULT_COMPUTE_CAP
     # UUIDs derive from the state directory so that two simulated hosts never share one.
     anchor = os.path.realpath(state)
     return [Gpu(i, f"GPU-{_uuid5_url(f'{anchor}#{i}')}", name, memory, cap) for i in range(count)]
@@ -150,19 +152,19 @@ def hold(
 ) -> None:
     """Record (or update) what the calling process holds: GPU index -> MiB."""
     pid = os.getpid()
-    record = {
-        "pid": pid,
-        "start": _start_time(pid),
-        "server_pid": server_pid if server_pid is not None else pid,
-        "name": name,
-        "gpus": {str(gpu): mib for gpu, mib in memory_by_gpu.items()},
-    }
-    _write_atomic(os.path.join(state, f"hold-{pid}.json"), record)
+    lines: list[tuple[str, object]] = [
+        ("pid", pid),
+        ("start", _start_time(pid) or ""),
+        ("server_pid", server_pid if server_pid is not None else pid),
+        ("name", name),
+    ]
+    lines += [("gpu", f"{gpu} {mib}") for gpu, mib in memory_by_gpu.items()]
+    _write_atomic(os.path.join(state, f"{HOLD_PREFIX}{pid}"), lines)
 
 
 def release(state: StatePath) -> None:
     """Forget what the calling process holds."""
-    _unlink_quietly(os.path.join(state, f"hold-{os.getpid()}.json"))
+    _unlink_quietly(os.path.join(state, f"{HOLD_PREFIX}{os.getpid()}"))
 
 
 def holdings(state: StatePath) -> list[Holding]:
@@ -172,19 +174,32 @@ def holdings(state: StatePath) -> list[Holding]:
         names = os.listdir(state)
     except OSError:
         names = []
-    for path in (os.path.join(state, n) for n in names if n.startswith("hold-") and n.endswith(".json")):
+    holders = (n for n in names if n.startswith(HOLD_PREFIX) and n[len(HOLD_PREFIX) :].isdigit())
+    for path in (os.path.join(state, n) for n in holders):
         try:
             with open(path) as handle:
-                record = json.loads(handle.read())
-            pid = int(record["pid"])
-        except (OSError, ValueError, KeyError, TypeError):
+                found += _holding_of(path, handle.read())
+        except (OSError, ValueError):  # a file half-written by hand or by an older simulator: not a holder
             continue
-        if record.get("start") is None or _start_time(pid) != record.get("start"):
-            _unlink_quietly(path)
-            continue
-        for gpu, mib in record.get("gpus", {}).items():
-            found.append(Holding(pid, int(gpu), int(mib), int(record.get("server_pid", pid)), str(record.get("name"))))
     return sorted(found, key=lambda h: (h.gpu, h.pid))
+
+
+def _holding_of(path: str, text: str) -> list[Holding]:
+    """The holdings one file records, [] (and the file removed) when its process is gone."""
+    pairs = _pairs(text)
+    record = dict(pairs)
+    pid = int(record["pid"]) if "pid" in record else -1
+    if pid < 0 or not record.get("start") or _start_time(pid) != record["start"]:
+        _unlink_quietly(path)
+        return []
+    server_pid = int(record.get("server_pid") or pid)
+    name = record.get("name", "")
+    found: list[Holding] = []
+    for key, value in pairs:
+        if key == "gpu":
+            gpu, mib = value.split()
+            found.append(Holding(pid, int(gpu), int(mib), server_pid, name))
+    return found
 
 
 def next_launch(state: StatePath) -> int:
@@ -214,11 +229,23 @@ def _start_time(pid: int) -> str | None:
     return fields[19]
 
 
-def _write_atomic(path: str, data: dict[str, Any]) -> None:
+def _pairs(text: str) -> list[tuple[str, str]]:
+    """The `key value` lines of a state file, in order (a key may repeat; the value is the rest of the line)."""
+    pairs: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key:
+            pairs.append((key, value))
+    return pairs
+
+
+def _write_atomic(path: str, lines: list[tuple[str, object]]) -> None:
     head, name = os.path.split(path)
     tmp = os.path.join(head, f".{name}.{os.getpid()}.tmp")
+    # A value never spans lines: a process name with a newline in it is kept on one.
+    text = "".join(f"{key} {str(value).replace(chr(10), ' ')}\n" for key, value in lines)
     with open(tmp, "w") as handle:
-        handle.write(json.dumps(data))
+        handle.write(text)
     os.replace(tmp, path)
 
 

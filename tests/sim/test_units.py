@@ -392,3 +392,15 @@ def test_gpu_uuids_are_the_uuid5_of_the_state_directory_as_before(tmp_path: Path
     found = [g.uuid for g in gpu_state.gpus(tmp_path)]
     assert found == [f"GPU-{uuid.uuid5(uuid.NAMESPACE_URL, f'{anchor}#{i}')}" for i in range(len(found))]
     assert found == [g.uuid for g in gpu_state.gpus(str(tmp_path))]
+
+
+def test_a_holding_keeps_its_process_name_and_a_broken_file_is_no_holder(tmp_path: Path) -> None:
+    gpu_state.hold(tmp_path, {0: 100, 3: 2048}, server_pid=7, name="sglang::scheduler TP0\nsecond line")
+    (tmp_path / "hold-1").write_text("pid one\nstart x\n")  # by hand, or cut short: skipped, not a crash
+    mine = os.getpid()
+    assert gpu_state.holdings(tmp_path) == [
+        gpu_state.Holding(mine, 0, 100, 7, "sglang::scheduler TP0 second line"),
+        gpu_state.Holding(mine, 3, 2048, 7, "sglang::scheduler TP0 second line"),
+    ]
+    gpu_state.release(tmp_path)
+    assert gpu_state.holdings(tmp_path) == []
