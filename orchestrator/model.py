@@ -160,6 +160,8 @@ class ProbeResult:
     request: dict[str, Any] = field(default_factory=dict)
     timed_out: bool = False
     wrong_answer: bool = False
+    tokens_each: tuple[int, ...] = ()
+    """For a probe of several requests side by side (concurrent): each answer's completion tokens, in order."""
 
     @property
     def phase(self) -> Phase:
@@ -172,8 +174,8 @@ class ProbeResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
-        """Rebuild from `to_dict` output."""
-        return cls(**data)
+        """Rebuild from `to_dict` output (a JSON list where the field is a tuple)."""
+        return cls(**{**data, "tokens_each": tuple(data.get("tokens_each", ()))})
 
 
 @dataclass(frozen=True)

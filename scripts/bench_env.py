@@ -4,8 +4,8 @@ and matrix files, hosts.yaml entries, and the intrinsic duration of a simulated 
 Intrinsic duration of a cell = the time the simulated server itself spends by its scenario: the startup phases
 it got through (import, init, load weights, memory alloc, CUDA graph capture, its own greedy warm-up request)
 plus the decode time of each probe it answered (prefill_s + tokens x decode_token_s; the concurrent probe's
-requests run side by side, so they count once, with their mean token count). Everything else is overhead:
-ours, the transport's, and the simulated server's own Python start and HTTP bring-up.
+requests run side by side, so they count once, at the longest answer's token count). Everything else is
+overhead: ours, the transport's, and the simulated server's own Python start and HTTP bring-up.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from orchestrator.model import Phase, ProbeResult  # noqa: E402
-from orchestrator.settings import ProbeSettings  # noqa: E402
 from orchestrator.sim import answers  # noqa: E402
 from orchestrator.sim.scenario import Timing  # noqa: E402
 from orchestrator.sim.server import WARMUP_PROMPT  # noqa: E402
@@ -135,22 +134,23 @@ def startup_s(timing: Timing, reached: Phase) -> float:
     return sum(parts[p] for p in STARTUP_ORDER[: upto + 1])
 
 
-def probes_s(timing: Timing, probes: tuple[ProbeResult, ...], settings: ProbeSettings) -> float:
+def probes_s(timing: Timing, probes: tuple[ProbeResult, ...]) -> float:
     """Simulated decode time of the probes the server answered."""
     total = 0.0
     for probe in probes:
         if not probe.ok or not probe.tokens:
             continue
-        tokens = probe.tokens / settings.concurrent_requests if probe.name == "concurrent" else probe.tokens
+        # Side by side (concurrent), the batch lasts as long as its longest answer.
+        tokens = max(probe.tokens_each) if probe.tokens_each else probe.tokens
         total += timing.prefill_s + tokens * timing.decode_token_s
     return total
 
 
-def intrinsic_s(timing: Timing, phase: Phase | None, probes: tuple[ProbeResult, ...], settings: ProbeSettings) -> float:
+def intrinsic_s(timing: Timing, phase: Phase | None, probes: tuple[ProbeResult, ...]) -> float:
     """A cell's intrinsic duration: startup up to where it stopped, then the probes it answered."""
     if phase in STARTUP_ORDER:
         return startup_s(timing, phase)
-    return startup_s(timing, Phase.WARMUP) + probes_s(timing, probes, settings)
+    return startup_s(timing, Phase.WARMUP) + probes_s(timing, probes)
 
 
 def median(values: list[float]) -> float:

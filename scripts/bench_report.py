@@ -134,10 +134,9 @@ def make_huge_log(path: Path) -> None:
 def intrinsic_sum(sweep: SweepRun, setup: Setup) -> float:
     """The sum of a sweep's cells' intrinsic durations (bench_env.intrinsic_s)."""
     return sum(
-        intrinsic_s(setup.sweep, r.verdict.phase if r.verdict else None, r.outcome.probes if r.outcome else (),
-                    setup.probes)
+        intrinsic_s(setup.sweep, r.verdict.phase if r.verdict else None, r.outcome.probes if r.outcome else ())
         for r in sweep.runs
-    )  # fmt: skip
+    )
 
 
 def samples(ours: Ours, setup: Setup) -> dict[str, list[float]]:
@@ -156,7 +155,7 @@ def samples(ours: Ours, setup: Setup) -> dict[str, list[float]]:
 
 def figures(ours: Ours, naive: Naive, setup: Setup) -> tuple[dict[str, float], dict[str, float]]:
     """(ours, naive) name -> figure."""
-    theirs_intrinsic = sum(intrinsic_s(setup.sweep, r.verdict.phase, r.probes, setup.probes) for r in naive.sweep)
+    theirs_intrinsic = sum(intrinsic_s(setup.sweep, r.verdict.phase, r.probes) for r in naive.sweep)
     theirs_wall = sum(r.verdict_at - r.started for r in naive.sweep)
     mine = {name: median(values) for name, values in samples(ours, setup).items()}
     mine["harvest_1gb_bytes_moved"] = ours.harvest[0][1]
@@ -172,7 +171,7 @@ def figures(ours: Ours, naive: Naive, setup: Setup) -> tuple[dict[str, float], d
     return mine, theirs
 
 
-def parts_of_a_cell(sweep: SweepRun, timing: Timing, probes: ProbeSettings) -> dict[str, float]:
+def parts_of_a_cell(sweep: SweepRun, timing: Timing) -> dict[str, float]:
     """Where a passing cell's time went beyond its intrinsic duration, from "cell scheduled" to "verdict stored":
     medians over the sweep's passing cells of the marks each run stores in its timings (sweep/execute.py,
     sweep/cell_run.py, host/launcher.py). The command's own start, preflight and SSH connect happen once per
@@ -184,7 +183,7 @@ def parts_of_a_cell(sweep: SweepRun, timing: Timing, probes: ProbeSettings) -> d
         t = run.timings
         if run.ended_at is None or not run.outcome or "probes_done" not in t or "ready" not in t:
             continue
-        decode = probes_s(timing, run.outcome.probes, probes)
+        decode = probes_s(timing, run.outcome.probes)
         before = sum(t.get(k, 0.0) for k in ("prepare_s", "spawn_s", "store_s"))
         after = sum(t.get(k, 0.0) for k in ("harvest_s", "stop_s", "classify_s", "gpu_free_s"))
         found = {
@@ -231,7 +230,7 @@ def details(ours: Ours, naive: Naive, setup: Setup, mine: dict[str, float]) -> N
         if run.verdict:
             key = f"{run.verdict.status.value}@{run.verdict.phase.value if run.verdict.phase else '-'}"
             mix[key] = mix.get(key, 0) + 1
-    parts = parts_of_a_cell(sweep, s, setup.probes)
+    parts = parts_of_a_cell(sweep, s)
     lines = [
         f"crash_to_verdict: {len(ours.crash)} launches (tp-size 1) that die in model_load (cuda_oom) "
         f"{startup_s(setup.crash, Phase.MODEL_LOAD):.2f} s into their scenario; from the server's exit (mtime of "
@@ -245,7 +244,7 @@ def details(ours: Ours, naive: Naive, setup: Setup, mine: dict[str, float]) -> N
         f"{s.load_weights_s} + alloc {s.memory_alloc_s} + capture {s.capture_cuda_graph_s} + its own warm-up "
         f"request [prefill {s.prefill_s} + warmup {s.warmup_s} + tokens x {s.decode_token_s}] = "
         f"{startup_s(s, Phase.WARMUP):.3f} s in full) + each answered probe's prefill_s + tokens x decode_token_s "
-        "(the concurrent probe's requests run side by side: counted once, at their mean token count); "
+        "(the concurrent probe's requests run side by side: counted once, at the longest answer's token count); "
         f"probes' settle_s = 0. Sum {intrinsic_sum(sweep, setup):.1f} s for {len(sweep.runs)} cells",
         "  a passing cell's time beyond its intrinsic duration, from its run row to its verdict (medians): "
         + "; ".join(f"{name} {value:.3f} s" for name, value in parts.items())

@@ -26,6 +26,8 @@ from orchestrator.host.installs import SIM_BIN as SIM_BIN
 from orchestrator.host.installs import absolute_scenario as absolute_scenario
 from orchestrator.host.installs import host_installs
 from orchestrator.host.launcher import Launch, Launcher
+from orchestrator.host.ports import PORT_SPACING as PORT_SPACING
+from orchestrator.host.ports import SURVEY_FRESH_S, PortSurvey, candidates, parse_survey, pick_free, survey_command
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help
 from orchestrator.probe.client import ProbeClient
@@ -34,31 +36,6 @@ from orchestrator.transport.base import CommandResult, Transport
 from orchestrator.transport.shell import quote
 from orchestrator.transport.ssh_target import SshTarget
 
-PORT_SPACING = 1100
-"""SGLang derives NCCL and other internal ports from --port (+100..1000); closer servers cross-talk."""
-
-# Prints the first `want` of `cands` that no socket uses as its local port (TIME_WAIT, st 06, does not count:
-# the server binds with SO_REUSEADDR, as SGLang's uvicorn does), those outside the kernel's ephemeral range
-# (the first line of input) first: any outgoing connection may take one of those before the server binds it.
-# An awk over /proc rather than a Python start: it runs before every launch.
-_FREE_PORTS_AWK = r"""
-function num(hex, i, v) {
-  for (i = 1; i <= length(hex); i++) v = v * 16 + index("0123456789ABCDEF", substr(hex, i, 1)) - 1
-  return v
-}
-NR == 1 { lo = $1; hi = $2; next }
-$1 ~ /:$/ && $4 != "06" { n = split($2, a, ":"); busy[num(a[n])] = 1 }
-END {
-  k = split(cands, c, " ")
-  for (pass = 1; pass <= 2; pass++)
-    for (i = 1; i <= k && want > 0; i++)
-      if (!(c[i] in busy) && ((c[i] >= lo && c[i] <= hi) == (pass == 2))) { print c[i]; want-- }
-}
-"""
-_PORT_TABLES = (
-    "{ cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 0 0;"
-    " cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; }"
-)
 GPU_RELEASE_POLL_S = 0.05
 _GPU_AND_DRIVER_QUERY = (
     "nvidia-smi --query-gpu=index,uuid,memory.used,memory.total,name,driver_version,compute_cap"
@@ -123,6 +100,8 @@ class HostSession:
         self._help: dict[str | None, Future[CommandResult]] = {}
         self._versions: dict[str | None, str | None] = {}
         self._owns_transport = True
+        self._next_survey: tuple[float, Future[PortSurvey]] | None = None
+        """The ports survey started after the last free_ports (time.monotonic at its start)."""
         self.free_seen: dict[int, float] = {}
         """GPU index -> when (time.monotonic) nvidia-smi last showed no process on it through this session."""
 
@@ -151,6 +130,8 @@ class HostSession:
 
     def close(self) -> None:
         """Close the connection (launches keep running: they are detached); a worker's session leaves it open."""
+        if self._next_survey is not None:  # not to race the connection's close (or open it again)
+            _wait_quietly(self._next_survey[1])
         if self._owns_transport:
             self.transport.close()
 
@@ -310,18 +291,33 @@ class HostSession:
         return out if out in ("ours", "foreign", "none") else "unknown"
 
     def free_ports(self, count: int, avoid: Collection[int]) -> list[int]:
-        """`count` ports free on the host, PORT_SPACING apart from each other and from every port in `avoid`."""
-        base = self.config.port_base
-        # Candidates lie on one grid PORT_SPACING wide, so any two of them are far enough apart.
-        candidates = [
-            p for p in range(base, 65000 - PORT_SPACING, PORT_SPACING) if all(abs(p - q) >= PORT_SPACING for q in avoid)
-        ]
-        awk = f"awk -v want={count} -v cands={quote(' '.join(map(str, candidates)))} {quote(_FREE_PORTS_AWK)}"
-        out = self.sh(f"{_PORT_TABLES} | {awk}", timeout=30).text
-        ports = [int(word) for word in out.split() if word.isdigit()]
+        """`count` ports free on the host, PORT_SPACING apart from each other and from every port in `avoid`.
+
+        The host's sockets are surveyed once per call, but the survey runs in the background after each
+        call, so the next launch's ports come from it when it is fresh (SURVEY_FRESH_S) and no round trip
+        stands between two launches. A fresh survey that offers too few is taken again before giving up.
+        """
+        grid = candidates(self.config.port_base)
+        survey = self._fresh_survey()
+        ports = pick_free(survey, grid, count, avoid) if survey else []
         if len(ports) < count:
-            raise HostBusy(f"only {len(ports)} of {count} ports free on {self.config.name} among {candidates}")
+            ports = pick_free(self._survey(grid), grid, count, avoid)
+        self._next_survey = (time.monotonic(), _in_background(lambda: self._survey(grid)))
+        if len(ports) < count:
+            free = [p for p in grid if all(abs(p - q) >= PORT_SPACING for q in avoid)]
+            raise HostBusy(f"only {len(ports)} of {count} ports free on {self.config.name} among {free}")
         return ports
+
+    def _survey(self, grid: list[int]) -> PortSurvey:
+        return parse_survey(self.sh(survey_command(grid), timeout=30).text)
+
+    def _fresh_survey(self) -> PortSurvey | None:
+        """The survey started after the last call, once it has answered, if it is young enough to trust."""
+        if self._next_survey is None:
+            return None
+        started, future = self._next_survey
+        survey = _wait_quietly(future)
+        return survey if time.monotonic() - started <= SURVEY_FRESH_S else None
 
     def free_port(self, avoid: Collection[int]) -> int:
         """A port free on the host and at least PORT_SPACING away from every port in `avoid`."""
@@ -366,6 +362,14 @@ def _in_background(work: Callable[[], T]) -> Future[T]:
 
     threading.Thread(target=run, name="host-facts", daemon=True).start()
     return future
+
+
+def _wait_quietly(future: Future[T]) -> T | None:
+    """The future's result, or None once it failed."""
+    try:
+        return future.result()
+    except Exception:  # its caller takes it again, in the open, or no longer needs it
+        return None
 
 
 def transport_spec(config: HostConfig) -> Literal["local"] | SshTarget:

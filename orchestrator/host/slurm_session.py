@@ -13,7 +13,8 @@ import httpx
 from orchestrator.config.model import HostConfig
 from orchestrator.host import facts
 from orchestrator.host.launcher import Launch
-from orchestrator.host.session import PORT_SPACING, GpuReading, HostSession
+from orchestrator.host.ports import PORT_SPACING
+from orchestrator.host.session import GpuReading, HostSession
 from orchestrator.host.slurm_jobs import SlurmLauncher, watch_for
 from orchestrator.probe.client import ProbeClient
 from orchestrator.transport.base import Transport

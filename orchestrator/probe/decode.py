@@ -145,6 +145,7 @@ class _Probes:
             ok=error is None,
             latency_s=latency,
             tokens=sum(r.completion_tokens or 0 for r in replies),
+            tokens_each=tuple(r.completion_tokens or 0 for r in replies),
             text_excerpt=excerpt(replies[0].text) if replies else None,
             error=error,
             request=request,

@@ -1,0 +1,78 @@
+"""Which ports a launch may take on a host: the candidates, what a survey of the host says of them, the pick.
+
+Pure apart from the survey's command text, which the session runs on the host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+
+from orchestrator.transport.shell import quote
+
+PORT_SPACING = 1100
+"""SGLang derives NCCL and other internal ports from --port (+100..1000); closer servers cross-talk."""
+
+SURVEY_FRESH_S = 30.0
+"""How old a survey may be and still choose a launch's port. The race it leaves open is no wider than the one
+any check leaves: SGLang binds its port only once its weights are loaded, seconds to minutes after the check."""
+
+# Prints the kernel's ephemeral range, then each candidate some socket uses as its local port (TIME_WAIT, st 06,
+# does not count: the server binds with SO_REUSEADDR, as SGLang's uvicorn does). An awk over /proc rather
+# than a Python start: it runs before every launch.
+_BUSY_AWK = r"""
+function num(hex, i, v) {
+  for (i = 1; i <= length(hex); i++) v = v * 16 + index("0123456789ABCDEF", substr(hex, i, 1)) - 1
+  return v
+}
+NR == 1 { print "range", $1, $2; next }
+$1 ~ /:$/ && $4 != "06" { n = split($2, a, ":"); busy[num(a[n])] = 1 }
+END { k = split(cands, c, " "); for (i = 1; i <= k; i++) if (c[i] in busy) print "busy", c[i] }
+"""
+_PORT_TABLES = (
+    "{ cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 0 0;"
+    " cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; }"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PortSurvey:
+    """What the host said of the candidate ports at one moment."""
+
+    busy: frozenset[int]
+    """Candidates some socket (not in TIME_WAIT) uses as its local port."""
+    ephemeral: tuple[int, int]
+    """The kernel's range for outgoing connections' local ports ((0, 0) when unknown)."""
+
+
+def candidates(port_base: int) -> list[int]:
+    """The ports a launch may take, on one grid PORT_SPACING wide so that any two are far enough apart."""
+    return list(range(port_base, 65000 - PORT_SPACING, PORT_SPACING))
+
+
+def survey_command(ports: list[int]) -> str:
+    """The host command whose output `parse_survey` reads."""
+    awk = f"awk -v cands={quote(' '.join(map(str, ports)))} {quote(_BUSY_AWK)}"
+    return f"{_PORT_TABLES} | {awk}"
+
+
+def parse_survey(text: str) -> PortSurvey:
+    """The survey from `survey_command`'s output; lines it does not know are ignored."""
+    busy: set[int] = set()
+    ephemeral = (0, 0)
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 3 and words[0] == "range" and words[1].isdigit() and words[2].isdigit():
+            ephemeral = (int(words[1]), int(words[2]))
+        elif len(words) == 2 and words[0] == "busy" and words[1].isdigit():
+            busy.add(int(words[1]))
+    return PortSurvey(frozenset(busy), ephemeral)
+
+
+def pick_free(survey: PortSurvey, ports: list[int], count: int, avoid: Collection[int]) -> list[int]:
+    """Up to `count` of `ports` free in the survey and PORT_SPACING from every port in `avoid`; those outside
+    the ephemeral range first (an outgoing connection may take one inside it before the server binds it)."""
+    low, high = survey.ephemeral
+    free = [p for p in ports if p not in survey.busy and all(abs(p - q) >= PORT_SPACING for q in avoid)]
+    outside = [p for p in free if not low <= p <= high]
+    return (outside + [p for p in free if low <= p <= high])[:count]

@@ -1,0 +1,79 @@
+"""Choosing a launch's ports: the pure pick from a survey, and the survey of this machine's real sockets."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from orchestrator.config.load import load_hosts
+from orchestrator.errors import HostBusy
+from orchestrator.host import ports
+from orchestrator.host.ports import PORT_SPACING, PortSurvey, parse_survey, pick_free
+from orchestrator.host.session import HostSession
+from tests import simhost
+
+
+def test_the_pick_skips_busy_and_nearby_ports_and_puts_the_ephemeral_range_last() -> None:
+    grid = [30000, 31100, 32200, 33300, 34400]
+    survey = PortSurvey(frozenset({31100}), (32000, 33500))
+    assert pick_free(survey, grid, 5, avoid=()) == [30000, 34400, 32200, 33300]
+    assert pick_free(survey, grid, 2, avoid=[34000]) == [30000, 32200]
+    assert pick_free(PortSurvey(frozenset(), (0, 0)), grid, 2, avoid=[29900]) == [31100, 32200]
+
+
+def test_the_survey_text_is_read_line_by_line_and_unknown_lines_are_ignored() -> None:
+    text = "range 32768 60999\nbusy 31100\nbusy x\nawk: warning\nbusy 45400\n"
+    assert parse_survey(text) == PortSurvey(frozenset({31100, 45400}), (32768, 60999))
+    assert parse_survey("") == PortSurvey(frozenset(), (0, 0))
+
+
+def test_the_grid_stays_below_the_last_ports() -> None:
+    grid = ports.candidates(60000)
+    assert grid == [60000, 61100, 62200, 63300]  # 64400 would put SGLang's internal ports past 65000
+
+
+@contextmanager
+def listening(port: int) -> Iterator[socket.socket]:
+    sock = socket.socket()
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        pytest.skip(f"port {port} is taken on this machine")
+    sock.listen()
+    try:
+        yield sock
+    finally:
+        sock.close()
+
+
+def session_at(tmp_path: Path, port_base: int) -> HostSession:
+    hosts = simhost.write_hosts(tmp_path / "hosts.yaml", tmp_path / "work", port_base=port_base)
+    return HostSession.open(load_hosts(hosts)["simhost"])
+
+
+def test_a_port_something_listens_on_is_never_chosen_first_hand_or_from_the_background_survey(tmp_path: Path) -> None:
+    session = session_at(tmp_path, simhost.random_port_base())
+    base = session.config.port_base
+    try:
+        with listening(base):
+            first = session.free_ports(2, set())
+            again = session.free_ports(2, set())  # from the survey the first call left running
+        assert base not in first and base not in again
+        assert len(set(first)) == 2 and abs(first[0] - first[1]) >= PORT_SPACING
+    finally:
+        session.close()
+
+
+def test_too_few_free_ports_is_host_busy_naming_the_host(tmp_path: Path) -> None:
+    session = session_at(tmp_path, 63800)  # a grid of one port
+    try:
+        with listening(63800), pytest.raises(HostBusy, match=r"only 0 of 1 ports free on simhost among \[63800\]"):
+            session.free_ports(1, set())
+        assert session.free_ports(1, set()) == [63800]  # closed again: seen by the survey taken in the open
+    finally:
+        session.close()
