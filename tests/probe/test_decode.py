@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -64,6 +65,8 @@ def test_all_probes_pass_in_order(client: ProbeClient, canned: Canned) -> None:
     assert stream.request["stream"] is True and stream.text_excerpt == canned.chat_text
     assert concurrent.request["concurrent"] == 8 and canned.peak_inflight == 8
     assert concurrent.tokens == 8 * len(canned.chat_text.split())
+    assert concurrent.tokens_each == (len(canned.chat_text.split()),) * 8
+    assert ProbeResult.from_dict(json.loads(json.dumps(concurrent.to_dict()))) == concurrent  # as the store keeps it
     assert alive_after.request["endpoint"] == "/health_generate"
     assert sleeps == [0.5]
     assert canned.calls["/v1/models"] == 1  # the model name is asked for once
@@ -126,7 +129,7 @@ def test_one_failed_concurrent_request_fails_the_batch(client: ProbeClient, cann
     concurrent = results[-1]
     assert not concurrent.ok and not concurrent.wrong_answer
     assert concurrent.error is not None and concurrent.error.startswith("1 of 8 concurrent requests failed")
-    assert concurrent.tokens == 7 * len(canned.chat_text.split())
+    assert concurrent.tokens == 7 * len(canned.chat_text.split()) and len(concurrent.tokens_each) == 7
 
 
 def test_alive_after_fails_when_the_process_group_is_gone(client: ProbeClient, canned: Canned) -> None:
