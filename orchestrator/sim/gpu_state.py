@@ -11,7 +11,6 @@ and `enum`, a quarter of a fake nvidia-smi call, and that call runs before and a
 
 from __future__ import annotations
 
-import fcntl
 import os
 
 # The fake nvidia-smi imports this module on every call, before and after every launch: no `typing`,
@@ -204,6 +203,8 @@ def _holding_of(path: str, text: str) -> list[Holding]:
 
 def next_launch(state: StatePath) -> int:
     """Count one more launch on this simulated host and return its number (1, 2, ...)."""
+    import fcntl  # here, not at the top: the fake nvidia-smi never counts launches
+
     with open(os.path.join(state, "launches"), "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)

@@ -31,11 +31,13 @@ EventSink = Callable[[Cell, str, Phase | None], None]
 
 # Arguments: pairs of (pgid, run dir). Prints each pgid whose group is alive and whose leader works in
 # that run directory (every launch starts there), so a pgid reused by a stranger is never taken for ours.
-# A sweep's groups are nearly all gone: the builtin `kill -s 0` drops those without starting a process.
-_OURS_ALIVE = """live=$(ps -eo pgid=,stat= | awk '$2 !~ /^Z/ {print $1}')
+# A sweep's groups are nearly all gone: the builtin `kill -s 0` drops those without starting a process, and
+# `ps` (a zombie leader passes `kill -s 0`) runs only once some group passes it.
+_OURS_ALIVE = """live=
 while [ $# -ge 2 ]; do
   pg=$1; run=$2; shift 2
   kill -s 0 -- "-$pg" 2>/dev/null || continue
+  [ -n "$live" ] || live=$(ps -eo pgid=,stat= | awk '$2 !~ /^Z/ {print $1}')
   printf '%s\\n' "$live" | grep -qx -- "$pg" || continue
   dir=$(readlink -f -- "$run" 2>/dev/null)
   [ -n "$dir" ] && [ "$(readlink "/proc/$pg/cwd" 2>/dev/null)" = "$dir" ] && echo "$pg"
