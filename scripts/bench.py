@@ -209,8 +209,7 @@ def main() -> int:
         report.progress("ours: the demo matrix on one host and on a pool of two")
     finally:
         env.close()
-    setup = report.Setup(Timing(**SWEEP_TIMING), Timing(**CRASH_TIMING), Timing(**PACK_TIMING),
-                         ProbeSettings.from_dict(PROBES))  # fmt: skip
+    setup = report.Setup(Timing(**SWEEP_TIMING), Timing(**CRASH_TIMING), Timing(**PACK_TIMING))
     mine, theirs = report.figures(ours, naive, setup)
     report.details(ours, naive, setup, mine)
     report.print_figures(mine, theirs, report.samples(ours, setup))

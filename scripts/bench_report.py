@@ -15,7 +15,6 @@ from bench_naive import NaiveResult
 from bench_ours import SweepRun
 
 from orchestrator.model import Phase, Verdict
-from orchestrator.settings import ProbeSettings
 from orchestrator.sim.scenario import Timing
 from orchestrator.store.records import RunRecord
 
@@ -101,12 +100,11 @@ class Naive:
 
 @dataclass
 class Setup:
-    """The scenarios and probes the figures were measured with."""
+    """The scenarios the figures were measured with."""
 
     sweep: Timing
     crash: Timing
     pack: Timing
-    probes: ProbeSettings
 
 
 def progress(text: str) -> None:

@@ -69,10 +69,15 @@ def parse_survey(text: str) -> PortSurvey:
     return PortSurvey(frozenset(busy), ephemeral)
 
 
+def spaced_from(ports: list[int], avoid: Collection[int]) -> list[int]:
+    """Those of `ports` at least PORT_SPACING from every port in `avoid`."""
+    return [p for p in ports if all(abs(p - q) >= PORT_SPACING for q in avoid)]
+
+
 def pick_free(survey: PortSurvey, ports: list[int], count: int, avoid: Collection[int]) -> list[int]:
     """Up to `count` of `ports` free in the survey and PORT_SPACING from every port in `avoid`; those outside
     the ephemeral range first (an outgoing connection may take one inside it before the server binds it)."""
     low, high = survey.ephemeral
-    free = [p for p in ports if p not in survey.busy and all(abs(p - q) >= PORT_SPACING for q in avoid)]
+    free = [p for p in spaced_from(ports, avoid) if p not in survey.busy]
     outside = [p for p in free if not low <= p <= high]
     return (outside + [p for p in free if low <= p <= high])[:count]

@@ -27,7 +27,15 @@ from orchestrator.host.installs import absolute_scenario as absolute_scenario
 from orchestrator.host.installs import host_installs
 from orchestrator.host.launcher import Launch, Launcher
 from orchestrator.host.ports import PORT_SPACING as PORT_SPACING
-from orchestrator.host.ports import SURVEY_FRESH_S, PortSurvey, candidates, parse_survey, pick_free, survey_command
+from orchestrator.host.ports import (
+    SURVEY_FRESH_S,
+    PortSurvey,
+    candidates,
+    parse_survey,
+    pick_free,
+    spaced_from,
+    survey_command,
+)
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help
 from orchestrator.probe.client import ProbeClient
@@ -304,8 +312,8 @@ class HostSession:
             ports = pick_free(self._survey(grid), grid, count, avoid)
         self._next_survey = (time.monotonic(), _in_background(lambda: self._survey(grid)))
         if len(ports) < count:
-            free = [p for p in grid if all(abs(p - q) >= PORT_SPACING for q in avoid)]
-            raise HostBusy(f"only {len(ports)} of {count} ports free on {self.config.name} among {free}")
+            among = spaced_from(grid, avoid)
+            raise HostBusy(f"only {len(ports)} of {count} ports free on {self.config.name} among {among}")
         return ports
 
     def _survey(self, grid: list[int]) -> PortSurvey:

@@ -13,7 +13,7 @@ import httpx
 from orchestrator.config.model import HostConfig
 from orchestrator.host import facts
 from orchestrator.host.launcher import Launch
-from orchestrator.host.ports import PORT_SPACING
+from orchestrator.host.ports import candidates
 from orchestrator.host.session import GpuReading, HostSession
 from orchestrator.host.slurm_jobs import SlurmLauncher, watch_for
 from orchestrator.probe.client import ProbeClient
@@ -30,7 +30,7 @@ PORT_SLOTS = 24
 
 def job_ports(base: int) -> list[int]:
     """The ports a job of this host may take, from port_base up."""
-    return [p for p in range(base, 65000 - PORT_SPACING, PORT_SPACING)][:PORT_SLOTS]
+    return candidates(base)[:PORT_SLOTS]
 
 
 class SlurmSession(HostSession):

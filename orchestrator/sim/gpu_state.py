@@ -178,7 +178,7 @@ def holdings(state: StatePath) -> list[Holding]:
         try:
             with open(path) as handle:
                 found += _holding_of(path, handle.read())
-        except (OSError, ValueError):  # a file half-written by hand or by an older simulator: not a holder
+        except (OSError, ValueError):  # not in this format (written by hand): not a holder
             continue
     return sorted(found, key=lambda h: (h.gpu, h.pid))
 
@@ -244,7 +244,7 @@ def _write_atomic(path: str, lines: list[tuple[str, object]]) -> None:
     head, name = os.path.split(path)
     tmp = os.path.join(head, f".{name}.{os.getpid()}.tmp")
     # A value never spans lines: a process name with a newline in it is kept on one.
-    text = "".join(f"{key} {str(value).replace(chr(10), ' ')}\n" for key, value in lines)
+    text = "".join(f"{key} {' '.join(str(value).splitlines())}\n" for key, value in lines)
     with open(tmp, "w") as handle:
         handle.write(text)
     os.replace(tmp, path)
