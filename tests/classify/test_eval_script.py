@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from types import ModuleType
 
@@ -63,3 +64,30 @@ def test_the_script_prints_the_figures(capsys: object) -> None:
     out = capsys.readouterr().out  # type: ignore[attr-defined]
     doc = json.loads(out)
     assert {"category_accuracy", "root_cause_line", "healthy_false_alarms", "confusion"} <= set(doc)
+
+
+def test_split_is_a_stable_hash_of_the_source_about_one_quarter_checking() -> None:
+    ev = _eval()
+    sources = [f"owner/repo#{n}" for n in range(2000)]
+    parts = [ev.part_of(s) for s in sources]
+    assert parts == [ev.part_of(s) for s in sources]
+    assert set(parts) == {"checking", "fitting"}
+    assert 0.20 <= parts.count("checking") / len(parts) <= 0.30
+    # Surrounding whitespace is no other source.
+    assert ev.part_of(" owner/repo#7 ") == ev.part_of("owner/repo#7")
+
+
+def test_also_ok_counts_as_right() -> None:
+    ev = _eval()
+    scored = ev.Scored("s", "x", "hang_or_timeout", "nccl_error", "a", "a", "o/r#1", ("nccl_error",))
+    assert scored.category_ok
+    assert not ev.Scored("s", "x", "hang_or_timeout", "nccl_error", "a", "a", "o/r#1").category_ok
+
+
+def test_split_prints_one_line_per_part(capsys: object) -> None:
+    ev = _eval()
+    assert ev.main(["--split", str(CRASH_LOGS), str(REAL_LOGS)]) == 0
+    out = capsys.readouterr().out.splitlines()  # type: ignore[attr-defined]
+    pattern = (r"^(checking|fitting): category_accuracy=\d\.\d\d root_cause_line=\d\.\d\d healthy_false_alarms=\d+ "
+               r"similar_precision=(?:\d\.\d\d|n/a) \(n=\d+\+\d+ healthy\)$")
+    assert [re.match(pattern, line).group(1) for line in out[:2]] == ["checking", "fitting"]  # type: ignore[union-attr]
