@@ -42,8 +42,7 @@ PermitRootLogin prohibit-password
 UsePAM no
 StrictModes no
 AllowTcpForwarding yes
-Subsystem sftp internal-sftp
-LogLevel INFO
+{subsystem}LogLevel INFO
 {setenv}"""
 
 
@@ -123,8 +122,10 @@ def _free_port() -> int:
 class SshdHost:
     """One sshd listening on 127.0.0.1, with its keys and config in a temp dir of its own."""
 
-    def __init__(self, user: str, *, listen: str = "127.0.0.1", netns: str | None = None) -> None:
+    def __init__(self, user: str, *, listen: str = "127.0.0.1", netns: str | None = None, sftp: bool = True) -> None:
         self.user = user
+        self.sftp = sftp
+        """False: no `Subsystem sftp` line, as on hardened hosts (file transfer must go through the shell)."""
         self.listen = listen
         self.netns = netns
         """A network namespace of the test's own to run in (then it listens on port 22 of `listen` there)."""
@@ -174,7 +175,14 @@ class SshdHost:
         mark = procs.current_mark()
         setenv = f"SetEnv {procs.MARK_ENV}={mark}\n" if mark else ""
         config.write_text(
-            SSHD_CONFIG.format(port=self.port, listen=self.listen, dir=self.dir, user=self.user, setenv=setenv)
+            SSHD_CONFIG.format(
+                port=self.port,
+                listen=self.listen,
+                dir=self.dir,
+                user=self.user,
+                setenv=setenv,
+                subsystem="Subsystem sftp internal-sftp\n" if self.sftp else "",
+            )
         )
         start = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as log:

@@ -12,15 +12,23 @@ process group and the pid file is in place.
 from __future__ import annotations
 
 import base64
+import logging
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+
+from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from orchestrator.errors import LaunchError
 from orchestrator.transport.base import CommandResult
 from orchestrator.transport.shell import ShellCommand, check_env_name
 
 LAUNCH_TIMEOUT_S = 30.0
+# How long a recovered launch may take to write its pid into the pid file it has claimed.
+PID_WAIT_STOP = stop_after_delay(5.0)
+PID_WAIT = wait_fixed(0.01)
+
+log = logging.getLogger(__name__)
 
 # $1 cwd, $2 log dir, $3 log, $4 pid dir, $5 pid file, $6 command.
 # A secret stream cut short (no blank line) aborts: launching without the secrets would fail later
@@ -98,3 +106,23 @@ def encode_secrets(secrets: Mapping[str, str]) -> bytes:
             raise ValueError(f"secret {name} contains a NUL byte, which an environment cannot hold")
         lines.append(f"{check_env_name(name)}={base64.b64encode(value.encode()).decode()}\n")
     return ("".join(lines) + "\n").encode()
+
+
+def recover_pid(
+    read: Callable[[], bytes | None], pid_path: str, where: str, sleep: Callable[[float], None]
+) -> int | None:
+    """The pid of a launch whose reply was lost (`read` reads its pid file), or None if it never claimed the file."""
+    first = read()
+    if first is None:
+        return None
+    # Claimed but empty: the launcher is between claiming the file and writing the pid.
+    waiting = Retrying(
+        stop=PID_WAIT_STOP, wait=PID_WAIT, sleep=sleep,
+        retry=retry_if_result(lambda data: not data), retry_error_callback=lambda state: b"",
+    )  # fmt: skip
+    data = first or waiting(read) or b""
+    text = data.decode("ascii", "replace").strip()
+    if not text.isdigit():
+        raise LaunchError(f"{where}: launch lost its reply and {pid_path} holds no pid ({text!r})")
+    log.warning("%s: launch reply lost; recovered pid %s from %s", where, text, pid_path)
+    return int(text)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import posixpath
-import select
 import socket
 import threading
 import time
@@ -24,11 +23,8 @@ from tenacity import (
     RetryCallState,
     Retrying,
     retry_if_exception,
-    retry_if_result,
     stop_after_attempt,
-    stop_after_delay,
     wait_exponential,
-    wait_fixed,
 )
 
 from orchestrator.errors import (
@@ -36,16 +32,24 @@ from orchestrator.errors import (
     ConnectFailed,
     ConnectionLost,
     HostKeyRejected,
-    LaunchError,
     TransportError,
 )
 from orchestrator.transport.base import CommandResult, Transport, check_byte_range, map_transport_errors
 from orchestrator.transport.breaker import HostBreaker
 from orchestrator.transport.hostkeys import changed_key_error
-from orchestrator.transport.launch import EXIT_PID_FILE_EXISTS, LAUNCH_TIMEOUT_S, LaunchRequest
+from orchestrator.transport.launch import EXIT_PID_FILE_EXISTS, LAUNCH_TIMEOUT_S, LaunchRequest, recover_pid
 from orchestrator.transport.shell import ShellCommand
+from orchestrator.transport.ssh_channel import collect
 from orchestrator.transport.ssh_connect import new_connection
-from orchestrator.transport.ssh_files import sftp_read, sftp_write, write_command
+from orchestrator.transport.ssh_files import (
+    read_command,
+    read_result,
+    sftp_read,
+    sftp_write,
+    size_command,
+    size_result,
+    write_command,
+)
 from orchestrator.transport.ssh_keys import auth_refused
 from orchestrator.transport.ssh_target import SshTarget, jump_target, resolve
 
@@ -55,19 +59,17 @@ from orchestrator.transport.ssh_target import SshTarget, jump_target, resolve
 RETRY_ATTEMPTS = 6
 RETRY_STOP = stop_after_attempt(RETRY_ATTEMPTS)
 RETRY_WAIT = wait_exponential(multiplier=0.25, max=2.0)
-# How long a recovered launch may take to write its pid into the pid file it has claimed.
-PID_WAIT_STOP = stop_after_delay(5.0)
-PID_WAIT = wait_fixed(0.01)
 
 IO_TIMEOUT_S = 30.0
 KEEPALIVE_S = 15  # a silent peer is noticed, and idle NAT/firewall state kept alive
 REMOTE_TIMEOUT_MARGIN_S = 0.5  # the host's own timeout fires this long after ours, so ours is what callers see
 REMOTE_KILL_GRACE_S = 2  # then SIGKILL if SIGTERM was not enough
-_CHUNK = 65536
 CHANNEL_RETRY_S = 0.05
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+_SFTP_ABSENT_SAID: set[str] = set()
+"""Hosts already reported as having no SFTP subsystem: said once per process, not once per connection."""
 
 # Paramiko logs every dropped socket at ERROR; we report the failure ourselves, once, translated.
 _paramiko_log = logging.getLogger("paramiko.transport")
@@ -98,6 +100,8 @@ class SshTransport(Transport):
         self._connected_once = False
         self._epoch = 0
         self._jump: SshTransport | None = None  # the bastion of a ProxyJump
+        self._no_sftp = False
+        """The host refused the SFTP subsystem: files go through shell commands on the exec channel instead."""
 
     def describe(self) -> str:
         """`ssh user@host:port` (with the alias, if one was used)."""
@@ -143,15 +147,17 @@ class SshTransport(Transport):
         return self._retrying(attempt)
 
     def read_range(self, path: str, offset: int, length: int | None = None) -> bytes:
-        """Raw bytes of `path` from `offset` over SFTP; b"" if the file does not exist."""
+        """Raw bytes of `path` from `offset` (over SFTP, else by command); b"" if the file does not exist."""
         check_byte_range(offset, length)
-        return self._retrying(lambda: self._sftp_read(path, offset, length) or b"")
+        return self._retrying(lambda: self._read(path, offset, length) or b"")
 
     def file_size(self, path: str) -> int | None:
         """Size of `path`, or None if it does not exist."""
 
         def stat() -> int | None:
             sftp = self._sftp()
+            if sftp is None:
+                return size_result(self._exec(size_command(path), IO_TIMEOUT_S, None), path, self.describe())
             with self._sftp_lock, map_transport_errors(f"{self.describe()}: stat {path}"):
                 try:
                     return sftp.stat(path).st_size
@@ -165,7 +171,7 @@ class SshTransport(Transport):
         payload = data.encode() if isinstance(data, str) else data
         if self._retrying(lambda: self._sftp_write(path, payload, mode)):
             return
-        # Over SFTP a full disk or a file in the way is only "Failure": the same write as a command says which.
+        # Without SFTP, or when SFTP only said "Failure": the same write as a command (which also names the cause).
         result = self.run(write_command(path, mode), timeout=IO_TIMEOUT_S, stdin=payload)
         if not result.ok:
             raise TransportError(f"{self.describe()}: cannot write {path}: {result.stderr_text.strip()}")
@@ -203,7 +209,8 @@ class SshTransport(Transport):
                 if stdin:
                     chan.sendall(stdin)
                 chan.shutdown_write()
-                return self._collect(chan, command, timeout, deadline)
+                dropped = f"{self.describe()}: connection dropped while running {command[:80]!r}"
+                return collect(chan, deadline, lambda: self._timeout(command, timeout), dropped)
             finally:
                 chan.close()
 
@@ -222,61 +229,27 @@ class SshTransport(Transport):
             except (paramiko.SSHException, EOFError, OSError) as exc:
                 raise _NotSent(f"{self.describe()}: cannot open a channel: {exc}") from exc
 
-    def _collect(self, chan: paramiko.Channel, command: str, timeout: float, deadline: float) -> CommandResult:
-        out: list[bytes] = []
-        err: list[bytes] = []
-        ready = chan.fileno()  # becomes readable on stdout or stderr data, EOF and close
-        while True:
-            while chan.recv_ready():
-                out.append(chan.recv(_CHUNK))
-            while chan.recv_stderr_ready():
-                err.append(chan.recv_stderr(_CHUNK))
-            if chan.eof_received or chan.closed:
-                break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._timeout(command, timeout)
-            select.select([ready], [], [], remaining)
-        while chan.recv_ready():
-            out.append(chan.recv(_CHUNK))
-        while chan.recv_stderr_ready():
-            err.append(chan.recv_stderr(_CHUNK))
-        if not chan.status_event.wait(max(deadline - time.monotonic(), 0.0)):
-            raise self._timeout(command, timeout)
-        transport = chan.get_transport()
-        if chan.exit_status == -1 and (transport is None or not transport.is_active()):
-            raise ConnectionLost(f"{self.describe()}: connection dropped while running {command[:80]!r}")
-        return CommandResult(chan.exit_status, b"".join(out), b"".join(err))
-
     def _timeout(self, command: str, timeout: float) -> CommandTimeout:
         return CommandTimeout(f"{self.describe()}: {command[:80]!r} still running after {timeout}s (killed)")
 
-    def _sftp_read(self, path: str, offset: int, length: int | None) -> bytes | None:
+    def _read(self, path: str, offset: int, length: int | None) -> bytes | None:
         sftp = self._sftp()
+        if sftp is None:
+            return read_result(self._exec(read_command(path, offset, length), IO_TIMEOUT_S, None), path,
+                               self.describe())  # fmt: skip
         with self._sftp_lock, map_transport_errors(f"{self.describe()}: read {path}"):
             return sftp_read(sftp, path, offset, length)
 
     def _sftp_write(self, path: str, payload: bytes, mode: int) -> bool:
         sftp = self._sftp()
+        if sftp is None:
+            return False
         with self._sftp_lock, map_transport_errors(f"{self.describe()}: write {path}"):
             return sftp_write(sftp, path, payload, mode)
 
     def _recover_launch(self, pid_path: str) -> int | None:
         """The pid of a launch whose reply was lost, or None if it never claimed its pid file."""
-        first = self._sftp_read(pid_path, 0, None)
-        if first is None:
-            return None
-        # Claimed but empty: the launcher is between claiming the file and writing the pid.
-        waiting = Retrying(
-            stop=PID_WAIT_STOP, wait=PID_WAIT, sleep=self._sleep,
-            retry=retry_if_result(lambda data: not data), retry_error_callback=lambda state: b"",
-        )  # fmt: skip
-        data = first or waiting(lambda: self._sftp_read(pid_path, 0, None)) or b""
-        text = data.decode("ascii", "replace").strip()
-        if not text.isdigit():
-            raise LaunchError(f"{self.describe()}: launch lost its reply and {pid_path} holds no pid ({text!r})")
-        log.warning("%s: launch reply lost; recovered pid %s from %s", self.describe(), text, pid_path)
-        return int(text)
+        return recover_pid(lambda: self._read(pid_path, 0, None), pid_path, self.describe(), self._sleep)
 
     # -- the connection --------------------------------------------------------------------------
 
@@ -328,17 +301,32 @@ class SshTransport(Transport):
                 self._open(self._conn)
             return self._conn
 
-    def _sftp(self) -> paramiko.SFTPClient:
+    def _sftp(self) -> paramiko.SFTPClient | None:
+        """The connection's SFTP session, or None on a host without the SFTP subsystem."""
         conn = self._connection()
         with self._lock:
-            if self._sftp_client is None:
+            if self._sftp_client is None and not self._no_sftp:
                 with map_transport_errors(f"{self.describe()}: open SFTP"):
-                    sftp = conn.client.open_sftp()
+                    try:
+                        sftp = conn.client.open_sftp()
+                    except (paramiko.SSHException, EOFError):
+                        # A refused subsystem closes only its channel; a dropped connection takes the transport.
+                        if not conn.transport.is_active():
+                            raise
+                        self._sftp_absent()
+                        return None
                     channel = sftp.get_channel()
                     if channel is not None:
                         channel.settimeout(IO_TIMEOUT_S)
                     self._sftp_client = sftp
             return self._sftp_client
+
+    def _sftp_absent(self) -> None:
+        self._no_sftp = True
+        if self.describe() not in _SFTP_ABSENT_SAID:
+            _SFTP_ABSENT_SAID.add(self.describe())
+            log.warning("%s: the host has no SFTP subsystem (it refused the request: no `Subsystem sftp` in its "
+                        "sshd_config?); files go through shell commands instead", self.describe())  # fmt: skip
 
     def _new_connection(self) -> Any:
         return new_connection(self.target)

@@ -82,6 +82,7 @@ def test_secrets_are_encoded_one_base64_line_each_then_a_blank_line() -> None:
 SURROGATES: tuple[Literal["Cs"]] = ("Cs",)
 """Unicode surrogates: no UTF-8 encoding, so no shell argument can carry one."""
 
+
 @settings(max_examples=60, deadline=None)
 @given(st.text(st.characters(blacklist_categories=SURROGATES, blacklist_characters="\0"), max_size=40))
 def test_any_text_survives_quoting_through_sh(text: str) -> None:

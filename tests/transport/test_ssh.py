@@ -15,7 +15,7 @@ import pytest
 from tenacity import stop_after_attempt, wait_none
 
 from orchestrator.errors import ConnectFailed, ConnectionLost, HostKeyRejected
-from orchestrator.transport import Raw, Secret, ShellCommand, SshTarget, open_transport, ssh
+from orchestrator.transport import Raw, Secret, ShellCommand, SshTarget, open_transport, ssh, ssh_channel
 from orchestrator.transport.ssh import SshTransport
 from tests.sshd_host import SshdHost, login_user
 
@@ -157,12 +157,12 @@ def _launch_with_drop(
     sshd: SshdHost, transport: SshTransport, run_dir: Path, monkeypatch: pytest.MonkeyPatch, *, after_launch: bool
 ) -> int:
     """Launch while the connection drops once: after the job started (reply lost) or as soon as the command is sent."""
-    real_collect = SshTransport._collect
+    real_collect = ssh_channel.collect
     drops: list[int] = []
 
-    def collect_with_drop(self: SshTransport, *args: Any) -> Any:
+    def collect_with_drop(*args: Any) -> Any:
         if drops:
-            return real_collect(self, *args)
+            return real_collect(*args)
         if after_launch:
             deadline = time.monotonic() + 5
             while not (run_dir / "pid").exists() or not (run_dir / "pid").read_bytes().strip():
@@ -171,10 +171,10 @@ def _launch_with_drop(
         drops.extend(sshd.kill_connections())
         if after_launch:  # the reply may already be on its way: lose it for certain
             raise ConnectionLost("test: reply lost")
-        return real_collect(self, *args)
+        return real_collect(*args)
 
     transport.run("true")
-    monkeypatch.setattr(SshTransport, "_collect", collect_with_drop)
+    monkeypatch.setattr(ssh, "collect", collect_with_drop)
     pid = transport.start_detached(
         "echo launched; exec sleep 30", str(run_dir / "log"), str(run_dir / "pid"), secrets={"A_TOKEN": "t"}
     )

@@ -1,0 +1,97 @@
+"""`orchestrator run` on a host whose sshd has no SFTP subsystem, directly and through a ProxyJump bastion
+(issue 33 broken 9): the cell runs end to end, SFTP's absence is said once, nothing reconnects, no lock is left."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.netns import BastionNets, netns_missing
+from tests.simhost import orchestrator, run_json, write_hosts
+from tests.sshd_host import SshdHost, login_user, missing_tools
+
+pytestmark = pytest.mark.ssh
+
+FLAGS = ["--model-path", "/models/GLM-5-NVFP4", "--tp-size", "8", "--fp8-gemm-backend", "cutlass"]
+
+
+@pytest.fixture
+def no_sftp(sshd: SshdHost) -> Iterator[SshdHost]:
+    """A loopback sshd of this test without `Subsystem sftp`."""
+    host = SshdHost(login_user(), sftp=False).start()
+    yield host
+    host.cleanup()
+
+
+def _check_ran_without_sftp(result: subprocess.CompletedProcess[str], work: Path) -> None:
+    data = run_json(result)
+    assert data["status"] == "pass", data
+    assert result.stderr.count("no SFTP subsystem") == 1, result.stderr
+    assert "reconnecting" not in result.stderr and "Channel closed" not in result.stderr, result.stderr
+    assert not (work / "lock").exists()
+    runs = list((work / "runs").iterdir())
+    assert len(runs) == 1 and (runs[0] / "server.log").stat().st_size > 0
+
+
+def test_run_on_a_host_without_sftp(no_sftp: SshdHost, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    hosts = write_hosts(tmp_path / "hosts.yaml", work, sshd=no_sftp)
+    result = orchestrator("run", "--host", "simhost", "--hosts", str(hosts), "--json", "--", *FLAGS,
+                          db=tmp_path / "o.db")  # fmt: skip
+    _check_ran_without_sftp(result, work)
+    assert no_sftp.accepted_logins() >= 1
+    assert "subsystem request for sftp" in no_sftp.log.read_text()  # it was asked, and refused
+
+
+@pytest.fixture
+def bastion_and_bare_target(sshd: SshdHost) -> Iterator[tuple[BastionNets, SshdHost, SshdHost]]:
+    """A bastion and, behind it, a target without SFTP, each in a network namespace of the test's own."""
+    why = netns_missing() or (", ".join(missing_tools()) or None)
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but cannot build the bastion's network namespaces: {why}")
+        pytest.skip(why)
+    nets = BastionNets.up()
+    started: list[SshdHost] = []
+    try:
+        user = login_user()
+        started.append(SshdHost(user, listen=nets.bastion_ip, netns=nets.bastion_ns).start())
+        started.append(SshdHost(user, listen=nets.target_ip, netns=nets.target_ns, sftp=False).start())
+        yield nets, started[0], started[1]
+    finally:
+        for host in started:
+            host.cleanup()
+        nets.down()
+
+
+def _reach(sshd: SshdHost) -> str:
+    return (
+        f"  HostName {sshd.listen}\n  User {sshd.user}\n  IdentityFile {sshd.client_key}\n"
+        f"  UserKnownHostsFile {sshd.known_hosts}\n"
+    )
+
+
+def test_run_through_a_bastion_to_a_host_without_sftp(
+    bastion_and_bare_target: tuple[BastionNets, SshdHost, SshdHost], tmp_path: Path
+) -> None:
+    nets, bastion, target = bastion_and_bare_target
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host gpu-box\n{_reach(target)}  ProxyJump jump\nHost jump\n{_reach(bastion)}")
+    work = tmp_path / "work"
+    hosts = write_hosts(
+        tmp_path / "hosts.yaml", work, transport="ssh", ssh="gpu-box", ssh_config=str(config),
+        launcher=f"{sys.executable} -m orchestrator.sim",
+    )  # fmt: skip
+    result = orchestrator("run", "--host", "simhost", "--hosts", str(hosts), "--json", "--", *FLAGS,
+                          db=tmp_path / "o.db", timeout=180)  # fmt: skip
+    _check_ran_without_sftp(result, work)
+    inner = nets.target_ip.rsplit(".", 1)[0] + ".1"
+    sources = re.findall(r"Accepted publickey for \S+ from (\S+)", target.log.read_text())
+    assert sources and set(sources) == {inner}, sources
+    assert "subsystem request for sftp" in target.log.read_text()
