@@ -6,6 +6,12 @@ The prefixes met in SGLang logs and in the vLLM/PyTorch/Ray logs that fail the s
 `2025-03-27 21:33:31,320 - INFO - `, `[rank0]:`, `[gpu_id=0] ` (old SGLang), glog `W0101 12:00:00.1 42 x.cc:12] `.
 Excerpts pasted into issues lose characters (`RROR 12-18 ...`), so the level word is optional and any upper-case
 run is accepted.
+
+Around those, whatever carried the log adds its own decoration, stripped wherever it sits between the layers:
+a container runtime's stream tag (`<ISO time> stderr F `), a compose service gutter (`svc-1  | `), quote marks
+(`> `), markdown backticks or bold, and tags in brackets or parentheses (a pod, a Ray actor, a rank, a glog
+`[E socket.cpp:12]`) when a timestamp, a level or the message's own start (an exception, a traceback, a frame)
+follows them. The message decides, not the prefix: no prefix is listed one by one.
 """
 
 from __future__ import annotations
@@ -46,6 +52,19 @@ _MARKUP = re.compile(
 )
 """Markdown emphasis a paste into an issue wrapped around a log line (`**_ERROR 11-25 ...`), and a CI viewer's
 gutter before its own timestamp (`  | [2024-09-05T00:38:34Z] ...`)."""
+_DECORATION = re.compile(
+    r"(?:stdout|stderr)\s+[FP]\s|>+(?!>)[ \t]?|`{1,3}(?=\S)|\*\*(?=\S)"
+    r"|[A-Za-z0-9][\w.\-]{0,62}[ \t]*\|(?:[ \t]|$)"
+)
+"""What a carrier adds around a line: CRI stream tag, quote mark, markdown, a compose service gutter."""
+_TAGS = re.compile(r"(?:\[[^\[\]]{1,80}\]:?[ \t]*|\([^()]{1,120}\)[ \t]*)+")
+"""Tags in brackets or parentheses; stripped only when what follows them is recognisably a line's start."""
+_MESSAGE_START = re.compile(
+    r"Traceback \(most recent call last\)|File \"|(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)\b(?:\(|:|\s*$)"
+    rf"|(?:{_LEVEL})\b"
+)
+_TAG_LEVEL = re.compile(rf"[\[(]({_LEVEL})[\])]")
+_CLOSING = re.compile(r"(?:`{1,3}|\*\*)\s*$")
 _TB_EXCEPTION = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(:\s.*|:)?\s*$")
 _EXC_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Iteration", "Failed", "Failure", "Fault", "Warning")
 
@@ -84,16 +103,39 @@ def parse(text: str) -> Parsed:
     decoration = _MARKUP.match(text)
     if decoration:
         pos = decoration.end()
-    for _ in range(3):
+    decorated = decoration is not None and decoration.group(0)[:1] in "*_"
+    for _ in range(8):
         layer = _layer(text, pos)
         if layer is None:
-            break
+            d = _DECORATION.match(text, pos) or _tags(text, pos)
+            if d is None or d.end() == pos:
+                break
+            decorated = decorated or d.group(0)[:1] in "`*"
+            tagged = _TAG_LEVEL.search(d.group(0))
+            level = tagged.group(1) if tagged else level
+            pos = d.end()
+            continue
         pos, layer_ts, layer_level, layer_key, layer_style = layer
         ts, level = layer_ts or ts, layer_level
         key, style = key or layer_key, layer_style or style
     if level is not None:
         level = _LEVELS.get(level, level)
-    return Parsed(text[pos:], ts, level, key, style)
+    body = text[pos:]
+    if decorated:
+        body = _CLOSING.sub("", body)
+    return Parsed(body, ts, level, key, style)
+
+
+def _tags(text: str, pos: int) -> re.Match[str] | None:
+    """Tags at `pos` that a recognisable line start (a layer, a decoration, the message's own head) follows."""
+    m = _TAGS.match(text, pos)
+    if m is None:
+        return None
+    end = m.end()
+    if _MESSAGE_START.match(text, end) or _layer(text, end) is not None or _DECORATION.match(text, end):
+        key = m.group(0).strip()
+        return m if key else None
+    return None
 
 
 _Layer = tuple[int, "str | None", "str | None", str, "str | None"]

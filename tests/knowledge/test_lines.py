@@ -150,3 +150,45 @@ def test_exception_start_needs_an_exception_name() -> None:
     assert EXCEPTION_START_RE.match("Exception: Capture cuda graph failed")
     assert not EXCEPTION_START_RE.match("Error rate is low")
     assert not EXCEPTION_START_RE.match("Process SpawnProcess-1:")
+
+
+@pytest.mark.parametrize(
+    ("line", "body", "level"),
+    [
+        # A container runtime's own log format (CRI): ISO time, stream, partial/full tag.
+        ("2026-06-24T17:38:03.765654176+02:00 stderr F RuntimeError: shape '[620, -1, 64]' is invalid",
+         "RuntimeError: shape '[620, -1, 64]' is invalid", None),
+        ("2026-06-24T17:38:03.7+02:00 stdout F [2026-06-24 15:38:03 TP0] Load weight begin.",
+         "Load weight begin.", None),
+        # A compose service gutter, before the server's own prefix.
+        ("sglang-1  | [2025-05-09 19:11:16 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+         "Scheduler hit an exception: Traceback (most recent call last):", None),
+        ("vllm_server    | ERROR 12-05 20:24:46 engine.py:366] KeyError: 'w'", "KeyError: 'w'", "ERROR"),
+        # Quoted in an issue, in markdown.
+        ("> torch.OutOfMemoryError: CUDA out of memory.", "torch.OutOfMemoryError: CUDA out of memory.", None),
+        ("`ValueError: max_model_len (8192) is too large`", "ValueError: max_model_len (8192) is too large", None),
+        ("**RuntimeError: NCCL error**", "RuntimeError: NCCL error", None),
+        # Tags in front of a recognisable start: a Ray component, a pod, a glog-style level tag.
+        ("(raylet) [2025-01-02 10:00:00,000 E 123 456] Traceback (most recent call last):",
+         "Traceback (most recent call last):", None),
+        ("[pod/vllm-0/server] ValueError: bad", "ValueError: bad", None),
+        ("[2024-04-17 20:07:13,727] [ERROR] [MainThread] KeyError: 'x'", "KeyError: 'x'", "ERROR"),
+    ],
+)
+def test_carrier_decoration_is_stripped_wherever_it_sits(line: str, body: str, level: str | None) -> None:
+    parsed = parse(line)
+    assert parsed.body == body
+    if level is not None:
+        assert parsed.level == level
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Decode batch | running 3",  # an ordinary message that holds a pipe keeps its words
+        "[sgl_kernel] could not find the library",  # a tag before prose is part of the message
+        "(see above) for details",
+    ],
+)
+def test_prose_is_not_taken_for_a_prefix(line: str) -> None:
+    assert parse(line).body == line
