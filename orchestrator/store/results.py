@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.model import Category, Cell, Phase, Status, Verdict
-from orchestrator.store.records import UNFINISHED_STATES, RunRecord
+from orchestrator.store.records import UNFINISHED_STATES, RunRecord, SweepKind, SweepRecord
 
 _RETRYABLE = (Status.FAIL, Status.INFRA)
 
@@ -144,3 +144,50 @@ def _host_split(done: list[tuple[RunRecord, Verdict]]) -> tuple[tuple[str, ...],
     passes = tuple(h for h, seen in by_host.items() if Status.PASS in seen)
     fails = tuple(h for h, seen in by_host.items() if Status.FAIL in seen)
     return (passes, fails) if passes and fails else ((), ())
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepSummary:
+    """One sweep of the store as `orchestrator sweeps` lists it: what ran, where, and how it went."""
+
+    sweep: SweepRecord
+    kind: SweepKind
+    launched: int
+    """Runs that reached the host (a sweep whose cells were all invalid launched none)."""
+    counts: dict[str, int]
+    """Cells by status (`pass`, `fail`, ..., and `not run`), from the table's rules."""
+    latest: bool = False
+    """The sweep a bare `table`, `explain` or `report` shows."""
+
+    @property
+    def cells(self) -> int:
+        """Cells of the sweep."""
+        return sum(self.counts.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """One entry of `orchestrator sweeps --format json`."""
+        record = self.sweep
+        return {
+            "sweep_id": record.sweep_id,
+            "name": record.name,
+            "host": record.host,
+            "matrix_path": record.matrix_path,
+            "started_at": record.started_at,
+            "ended_at": record.ended_at,
+            "status": record.status,
+            "kind": self.kind,
+            "cells": self.cells,
+            "launched": self.launched,
+            "pass": self.counts.get(Status.PASS.value, 0),
+            "fail": self.counts.get(Status.FAIL.value, 0),
+            "counts": dict(self.counts),
+            "latest": self.latest,
+            "sglang": record.versions.get("sglang"),
+        }
+
+
+def status_counts(results: Iterable[CellResult]) -> dict[str, int]:
+    """Cells by status value, `not run` for cells with no finished run; statuses in their enum order."""
+    found = [r.status.value if r.status is not None else "not run" for r in results]
+    order = [*(s.value for s in Status), "not run"]
+    return {name: found.count(name) for name in order if name in found}

@@ -9,22 +9,15 @@ threads behind a lock: cells packed onto one host write from their own threads.
 
 from __future__ import annotations
 
-import json
-import os
-import sqlite3
-import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
-from types import TracebackType
 from typing import Any
-from urllib.parse import quote
 
 from orchestrator.errors import StoreError
 from orchestrator.model import Cell, ProbeOutcome, Verdict
 from orchestrator.store.records import (
+    REPRO_OF,
     UNFINISHED_STATES,
     PastRun,
     RunRecord,
@@ -33,149 +26,23 @@ from orchestrator.store.records import (
     SweepStatus,
     cell_from_row,
     cell_to_row,
+    sweep_kind,
 )
-from orchestrator.store.results import CellResult, aggregate
-from orchestrator.store.schema import SCHEMA_VERSION, ensure_schema
+from orchestrator.store.results import CellResult, SweepSummary, aggregate, status_counts
+from orchestrator.store.schema import StoreFile
 
-REPRO_OF = "repro_of"
-"""The settings key of a sweep `orchestrator repro` made: the run it reproduces."""
+__all__ = ["REPRO_OF", "Store"]
 
-
-@contextmanager
-def _mapped(what: str) -> Iterator[None]:
-    """Translate sqlite3's exceptions into StoreError here, at the seam."""
-    try:
-        yield
-    except sqlite3.Error as exc:
-        raise StoreError(f"{what}: {exc}") from exc
-
-
-def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
-    return {d[0]: value for d, value in zip(cursor.description, row, strict=True)}
+_LAUNCHED = "SELECT DISTINCT sweep_id FROM runs WHERE run_dir IS NOT NULL OR state = 'launched'"
+"""Sweeps with a run that reached the host (a launched run has its run directory)."""
 
 
 def _insert_sql(table: str, row: Mapping[str, Any]) -> str:
     return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(f':{c}' for c in row)})"
 
 
-def _unwritable(path: Path) -> str | None:
-    """Why the store cannot be written here (its folder or the file itself), or None when it can."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        return f"its folder {folder} does not exist"
-    if not os.access(folder, os.W_OK):
-        # SQLite's WAL needs to create files beside the store, so the folder must be writable too.
-        return f"its folder {folder} is read-only"
-    if path.exists() and not os.access(path, os.W_OK):
-        return "the file is read-only"
-    return None
-
-
-def _open_read_only(path: Path, why: str) -> sqlite3.Connection:
-    """A read-only connection: `mode=ro` reads a WAL it can, `immutable=1` one whose folder is read-only."""
-    uri = f"file:{quote(str(path.resolve()))}"
-    last: sqlite3.Error | None = None
-    for params in ("mode=ro", "immutable=1"):
-        conn = sqlite3.connect(f"{uri}?{params}", uri=True, timeout=30.0, isolation_level=None, check_same_thread=False)
-        try:
-            (version,) = conn.execute("SELECT max(version) FROM schema_version").fetchone()
-        except sqlite3.Error as exc:
-            conn.close()
-            last = exc
-            continue
-        if version > SCHEMA_VERSION:
-            conn.close()
-            raise StoreError(
-                f"the store {path} was written by a newer orchestrator (schema {version}, this one reads "
-                f"{SCHEMA_VERSION})"
-            )
-        conn.row_factory = _dict_row
-        return conn
-    raise StoreError(f"cannot read the store {path} ({why}): {last}")
-
-
-class Store:
+class Store(StoreFile):
     """The SQLite result store; use as a context manager or call `close()`."""
-
-    def __init__(self, path: str | Path, *, create: bool = True) -> None:
-        self.path = Path(path)
-        if not create and not self.path.is_file():
-            raise StoreError(f"no store at {self.path} (run a sweep first, or pass --db / set ORCHESTRATOR_DB)")
-        self._lock = threading.RLock()
-        self.read_only = False
-        unwritable = _unwritable(self.path)
-        if unwritable and create:
-            raise StoreError(
-                f"cannot write the store {self.path}: {unwritable} (fix: pass --db PATH or set ORCHESTRATOR_DB "
-                "to a file on a writable filesystem)"
-            )
-        if unwritable:
-            # Reading a night's results must work from a read-only copy (an archive, a read-only mount).
-            self._conn = _open_read_only(self.path, unwritable)
-            self.read_only = True
-            return
-        with _mapped(f"cannot open the store {self.path}"):
-            self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-            try:
-                self._conn.execute("PRAGMA journal_mode = WAL")
-                self._conn.execute("PRAGMA synchronous = FULL")
-                self._conn.execute("PRAGMA foreign_keys = ON")
-                ensure_schema(self._conn)
-                self._conn.row_factory = _dict_row
-            except BaseException:
-                self._conn.close()
-                raise
-
-    def close(self) -> None:
-        """Close the connection (everything written is already committed)."""
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def _write(self, what: str, sql: str, params: Mapping[str, Any] | Sequence[Any] = ()) -> int:
-        with self._lock, _mapped(what):
-            return self._conn.execute(sql, params).rowcount
-
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        with self._lock, _mapped("cannot read the store"):
-            return self._conn.execute(sql, params).fetchall()
-
-    @contextmanager
-    def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:
-        with self._lock, _mapped(what):
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-
-    def _unique(self, table: str, key: str, ref: str | None, kind: str) -> dict[str, Any]:
-        """The one row whose key is `ref`, or starts with it (with or without the `s-`/`r-` prefix)."""
-        ref = (ref or "").strip()
-        if not ref:
-            raise StoreError(f"an empty {kind} id matches nothing")
-        rows = self._rows(f"SELECT * FROM {table} WHERE {key} = ?", (ref,))
-        if not rows:
-            alt = f"{kind[0]}-{ref}"
-            rows = self._rows(
-                f"SELECT * FROM {table} WHERE substr({key}, 1, ?) = ? OR substr({key}, 1, ?) = ? ORDER BY {key}",
-                (len(ref), ref, len(alt), alt),
-            )
-        if len(rows) == 1:
-            return rows[0]
-        if not rows:
-            raise StoreError(f"no {kind} matches {ref!r} in {self.path}")
-        shown = ", ".join(r[key] for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
-        raise StoreError(f"{kind} id {ref!r} is ambiguous: it matches {shown}")
 
     # Sweeps
 
@@ -189,21 +56,61 @@ class Store:
         rows = self._rows("SELECT * FROM sweeps WHERE sweep_id = ?", (sweep_id,))
         if not rows:
             raise StoreError(f"no sweep {sweep_id!r} in {self.path}")
-        return SweepRecord.from_row(rows[0])
+        with self._reading():
+            return SweepRecord.from_row(rows[0])
 
     def list_sweeps(self) -> list[SweepRecord]:
         """Every sweep, newest first."""
         rows = self._rows("SELECT * FROM sweeps ORDER BY started_at DESC, sweep_id DESC")
-        return [SweepRecord.from_row(r) for r in rows]
+        with self._reading():
+            return [SweepRecord.from_row(r) for r in rows]
+
+    def _launched_sweeps(self) -> set[str]:
+        return {r["sweep_id"] for r in self._rows(_LAUNCHED)}
 
     def latest_sweep(self) -> SweepRecord | None:
-        """The most recently started sweep of a matrix, if any: a repro's one-cell sweep is never "the latest".
+        """The night's sweep: the newest sweep of a matrix that launched something, if any.
 
-        After a night's sweep and a morning's `orchestrator repro RUN`, a bare `table`, `explain` or
-        `report` must still show the night's sweep; the repro's own sweep is named by its id.
+        A one-cell `orchestrator run`, a repro's sweep and a sweep whose cells were all invalid are never
+        "the latest": after a night's sweep and a morning of those, a bare `table`, `explain` or `report` still
+        shows the night; the others are named by their ids (`orchestrator sweeps` lists them). In a store that
+        holds none such, the newest sweep is the latest.
         """
         sweeps = self.list_sweeps()
-        return next((r for r in sweeps if not r.settings.get(REPRO_OF)), sweeps[0] if sweeps else None)
+        launched = self._launched_sweeps()
+        night = (r for r in sweeps if sweep_kind(r) == "sweep" and r.sweep_id in launched)
+        return next(night, sweeps[0] if sweeps else None)
+
+    def latest_like(self, record: SweepRecord) -> SweepRecord | None:
+        """The newest other sweep of the same matrix (by name) on the same host that launched something."""
+        launched = self._launched_sweeps()
+        return next(
+            (
+                r
+                for r in self.list_sweeps()
+                if r.sweep_id != record.sweep_id
+                and r.sweep_id in launched
+                and sweep_kind(r) == "sweep"
+                and (r.name, r.host) == (record.name, record.host)
+            ),
+            None,
+        )
+
+    def sweep_summaries(self) -> list[SweepSummary]:
+        """Every sweep, newest first, with its kind, launches and cells by status (`orchestrator sweeps`)."""
+        latest = self.latest_sweep()
+        rows = self._rows("SELECT sweep_id, count(*) AS n FROM runs WHERE run_dir IS NOT NULL GROUP BY sweep_id")
+        launched = {r["sweep_id"]: int(r["n"]) for r in rows}
+        return [
+            SweepSummary(
+                sweep=record,
+                kind=sweep_kind(record),
+                launched=launched.get(record.sweep_id, 0),
+                counts=status_counts(self.cell_results(record.sweep_id, int(record.settings.get("retries", 0)))),
+                latest=latest is not None and record.sweep_id == latest.sweep_id,
+            )
+            for record in self.list_sweeps()
+        ]
 
     def resolve_sweep(self, ref: str | None) -> SweepRecord:
         """The sweep a user named: None means the latest; otherwise an id or a unique prefix of one."""
@@ -212,7 +119,9 @@ class Store:
             if latest is None:
                 raise StoreError(f"no sweeps in {self.path} yet")
             return latest
-        return SweepRecord.from_row(self._unique("sweeps", "sweep_id", ref, "sweep"))
+        row = self._unique("sweeps", "sweep_id", ref, "sweep")
+        with self._reading():
+            return SweepRecord.from_row(row)
 
     def _update_sweep(self, sweep_id: str, what: str, changes: dict[str, Any]) -> None:
         with self._lock:
@@ -300,23 +209,15 @@ class Store:
         )
         found = []
         for row in rows:
-            cell = cell_from_row(
-                {
-                    "cell_id": row["cell_id"],
-                    "flags": row["c_flags"],
-                    "axes": row["c_axes"],
-                    "env_names": row["c_env_names"],
-                    "install": row["c_install"],
-                }
-            )
-            versions, facts = json.loads(row["s_versions"]), json.loads(row["s_host_facts"])
-            found.append(PastRun(cell, RunRecord.from_row(row), versions, facts))
+            with self._reading():
+                found.append(PastRun.from_row(row))
         return found
 
     def get_cells(self, sweep_id: str) -> list[Cell]:
         """A sweep's cells in order; env holds variable names only, with masked values."""
         rows = self._rows("SELECT * FROM cells WHERE sweep_id = ? ORDER BY position", (sweep_id,))
-        return [cell_from_row(r) for r in rows]
+        with self._reading():
+            return [cell_from_row(r) for r in rows]
 
     # Runs
 
@@ -398,11 +299,36 @@ class Store:
         rows = self._rows("SELECT * FROM runs WHERE run_id = ?", (run_id,))
         if not rows:
             raise StoreError(f"no run {run_id!r} in {self.path}")
-        return RunRecord.from_row(rows[0])
+        with self._reading():
+            return RunRecord.from_row(rows[0])
 
     def get_run(self, ref: str) -> RunRecord:
-        """The run with this id, or the one run whose id starts with it."""
-        return RunRecord.from_row(self._unique("runs", "run_id", ref, "run"))
+        """The run with this id, or the one run whose id starts with it.
+
+        `SWEEP:CELL` (each an id or a unique prefix) names the run the sweep's table shows for that cell.
+        """
+        if ":" in ref:
+            return self._run_of_cell(*ref.split(":", 1))
+        row = self._unique("runs", "run_id", ref, "run")
+        with self._reading():
+            return RunRecord.from_row(row)
+
+    def _run_of_cell(self, sweep_ref: str, cell_ref: str) -> RunRecord:
+        sweep = self.resolve_sweep(sweep_ref)
+        cell_ref = cell_ref.strip()
+        results = self.cell_results(sweep.sweep_id, int(sweep.settings.get("retries", 0)))
+        matches = [r for r in results if r.cell.cell_id.startswith(cell_ref)] if cell_ref else []
+        if len(matches) != 1:
+            how = "matches none" if not matches else f"is ambiguous ({', '.join(r.cell.cell_id for r in matches[:5])})"
+            raise StoreError(
+                f"cell {cell_ref!r} {how} of sweep {sweep.sweep_id}'s {len(results)} cells in {self.path} (fix: "
+                f"`orchestrator table {sweep.sweep_id} -f csv` lists each cell_id and run_id)"
+            )
+        result = matches[0]
+        run_id = result.run_id or result.unfinished_run_id
+        if run_id is None:
+            raise StoreError(f"cell {result.cell.cell_id} of sweep {sweep.sweep_id} has not run yet")
+        return self._run_exact(run_id)
 
     def _sweep_runs(self, sweep_id: str, where: str = "", params: Sequence[Any] = ()) -> list[RunRecord]:
         rows = self._rows(
@@ -410,7 +336,8 @@ class Store:
             f" WHERE r.sweep_id = ? {where} ORDER BY c.position, r.attempt",
             (sweep_id, *params),
         )
-        return [RunRecord.from_row(r) for r in rows]
+        with self._reading():
+            return [RunRecord.from_row(r) for r in rows]
 
     def runs(self, sweep_id: str) -> list[RunRecord]:
         """Every run of a sweep, abandoned ones included, in cell order then attempt order."""
