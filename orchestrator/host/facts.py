@@ -6,8 +6,14 @@ pure and tested on recorded output.
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.errors import LaunchError
 
 GPU_QUERY = "nvidia-smi --query-gpu=index,uuid,memory.used,memory.total --format=csv,noheader,nounits"
 GPU_APPS_QUERY = "nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader,nounits"
@@ -67,6 +73,61 @@ def parse_gpu_processes(output: str) -> list[GpuProcess]:
         if len(parts) >= 3 and parts[0].isdigit():
             found.append(GpuProcess(int(parts[0]), parts[1], _int(parts[2])))
     return found
+
+
+class NoGpuReading(LaunchError):
+    """nvidia-smi gave no reading (missing, or it failed): which GPUs are held is unknown, never "free"."""
+
+    def __init__(self, problem: str):
+        super().__init__(problem)
+        self.problem = problem
+
+
+_SMI_FAILED = re.compile(
+    r"NVIDIA-SMI has failed|Failed to initialize NVML|No devices were found|fell off the bus", re.I
+)
+_SMI_FIXES: dict[int, str] = {
+    127: "install the NVIDIA driver's utilities on the host, or give the folder that holds nvidia-smi in the "
+    "host's PATH (hosts.yaml: env: {PATH: ...})",
+    126: "make nvidia-smi executable for the login user (ls -l $(command -v nvidia-smi) on the host)",
+    9: "the NVIDIA driver is not loaded, or does not match its library (often after a driver upgrade without a "
+    "reboot): run nvidia-smi on the host, and reboot it or reload the driver",
+    6: "no GPU is visible to the login user: check CUDA_VISIBLE_DEVICES and the device permissions (/dev/nvidia*)",
+    12: "the NVML library is missing: reinstall the NVIDIA driver on the host",
+    15: "a GPU fell off the bus: the host needs a reboot (ask its admin)",
+}
+
+
+def gpu_query_problem(exit_code: int, stdout: str, stderr: str) -> str | None:
+    """Why an nvidia-smi query gave no reading, with the host's words and the fix; None when it gave one.
+
+    An empty answer of a successful query is a reading (no GPU process); a failed or missing nvidia-smi
+    also prints nothing on stdout, so only its exit code and its words tell the two apart.
+    """
+    said = " ".join((stderr.strip() + " " + stdout.strip()).split())
+    failed = _SMI_FAILED.search(stdout + stderr)
+    if exit_code == 0 and not failed:
+        return None
+    if exit_code == 127 or ("not found" in said and "nvidia-smi" in said):
+        what, code = "nvidia-smi is not installed or not on the PATH", 127
+    else:
+        what, code = f"nvidia-smi failed (exit {exit_code})", exit_code
+    if code not in _SMI_FIXES and "No devices were found" in said:
+        code = 6
+    fix = _SMI_FIXES.get(code, "run nvidia-smi on the host to see why it fails, and fix that first")
+    return f"{what}; the host said: {_clip(said) or '(nothing)'} (fix: {fix})"
+
+
+def read_gpu_processes(exit_code: int, stdout: str, stderr: str = "") -> list[GpuProcess]:
+    """`GPU_APPS_QUERY`'s answer as parse_gpu_processes reads it; NoGpuReading when nvidia-smi gave none."""
+    problem = gpu_query_problem(exit_code, stdout, stderr)
+    if problem is not None:
+        raise NoGpuReading(problem)
+    return parse_gpu_processes(stdout)
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def gpu_holders(gpus: list[Gpu], processes: list[GpuProcess], our_pids: set[int]) -> list[GpuHolder]:
@@ -152,3 +213,113 @@ def parse_driver(output: str) -> dict[str, str]:
         if len(parts) >= 3:
             return {"gpu_name": parts[0], "driver": parts[1], "compute_cap": parts[2]}
     return {}
+
+
+BUILD_PACKAGES = WATCHED_PACKAGES
+"""Packages whose build (not only version) makes the install: a nightly wheel keeps its version string."""
+
+_IDENTITY_SCRIPT = """import hashlib, json, os, re, sys
+out = {"python": sys.executable}
+try:
+    from importlib import util, metadata
+    spec = util.find_spec("sglang")
+except Exception as exc:
+    spec, out["missing"] = None, "%s: %s" % (type(exc).__name__, exc)
+if spec is None or not spec.submodule_search_locations:
+    out.setdefault("missing", "No module named 'sglang'")
+    print(json.dumps(out))
+    sys.exit(3)
+root = os.path.realpath(list(spec.submodule_search_locations)[0])
+out["location"] = root
+digest, from_files = hashlib.sha256(), True
+for name in sys.argv[1:]:
+    try:
+        dist = metadata.distribution(name)
+        record, direct = dist.read_text("RECORD") or "", dist.read_text("direct_url.json") or ""
+    except Exception:
+        continue
+    digest.update(("%s\\0%s\\0%s\\0%s\\0" % (name, dist.version, record, direct)).encode())
+    if name == "sglang" and os.path.realpath(str(dist.locate_file("sglang"))) == root:
+        info = json.loads(direct) if direct else {}
+        out["commit"] = (info.get("vcs_info") or {}).get("commit_id")
+        from_files = not record or bool((info.get("dir_info") or {}).get("editable"))
+if from_files:
+    for top, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for f in sorted(files):
+            st = os.stat(os.path.join(top, f))
+            rel = os.path.relpath(os.path.join(top, f), root)
+            digest.update(("%s\\0%d\\0%d\\0" % (rel, st.st_size, st.st_mtime_ns)).encode())
+    # SGLang's checkout keeps the package in python/sglang: its .git is two folders up, never further.
+    git = os.path.dirname(os.path.dirname(root))
+    try:
+        head = open(os.path.join(git, ".git", "HEAD")).read().strip()
+        if head.startswith("ref: "):
+            ref = head[5:]
+            try:
+                head = open(os.path.join(git, ".git", ref)).read().strip()
+            except OSError:
+                packed = open(os.path.join(git, ".git", "packed-refs")).read()
+                head = re.search(r"^([0-9a-f]{40}) " + re.escape(ref) + "$", packed, re.M).group(1)
+        out["commit"] = head if re.fullmatch("[0-9a-f]{40}", head) else None
+    except (OSError, AttributeError):
+        pass
+if not out.get("commit"):
+    try:
+        text = open(os.path.join(root, "_version.py")).read()
+        found = re.search(r"commit_id\\s*=\\s*[\\x27\\x22]g?([0-9a-f]{7,40})[\\x27\\x22]", text)
+        out["commit"] = found.group(1) if found else None
+    except OSError:
+        pass
+out["build"] = digest.hexdigest()[:16]
+print(json.dumps(out))"""
+"""Where the install's python finds SGLang, and a digest of its build, without importing it (seconds, and CUDA).
+
+A wheel's build is its RECORD (every file with its sha256, and the dist's direct_url.json); the other watched
+packages' RECORDs count too (a kernel package decides what runs). A checkout on sys.path or an editable
+install has no RECORD of its code: its files' sizes and modification times stand in, and its git commit is
+read from the checkout. Exit 3 when SGLang is not importable at all."""
+
+
+def install_identity_command(python: str) -> str:
+    """The command that prints an install's identity as JSON (its interpreter given, shell-quoted)."""
+    return f"{python} -c {shlex.quote(_IDENTITY_SCRIPT)} {' '.join(BUILD_PACKAGES)}"
+
+
+@dataclass(frozen=True)
+class InstallIdentity:
+    """Which SGLang an install's python finds, and which build it is."""
+
+    build: str | None = None
+    """A digest of the install's files (16 hex digits); None when the host could not say."""
+    commit: str | None = None
+    """SGLang's git commit, where the install exposes it."""
+    location: str | None = None
+    """The sglang package's folder on the host."""
+    missing: str | None = None
+    """Why the install's python has no SGLang, in the host's words; None when it has one."""
+
+
+def parse_install_identity(exit_code: int, stdout: str, stderr: str = "") -> InstallIdentity:
+    """The answer of `install_identity_command`; a python that did not even start is named `missing` too."""
+    data: Mapping[str, Any] = {}
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            loaded = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(loaded, dict):
+            data = loaded
+            break
+
+    def text(key: str) -> str | None:
+        return str(data[key]) if data.get(key) else None
+
+    if data.get("missing") or exit_code == 3:
+        return InstallIdentity(missing=_clip(text("missing") or "No module named 'sglang'"))
+    if not data:
+        if exit_code == 0:
+            return InstallIdentity()
+        said = " ".join((stderr.strip() or stdout.strip()).split())
+        return InstallIdentity(missing=f"the python did not run (exit {exit_code}): {_clip(said) or '(nothing)'}")
+    return InstallIdentity(build=text("build"), commit=text("commit"), location=text("location"))

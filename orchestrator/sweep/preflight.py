@@ -1,6 +1,8 @@
 """Preflight, in seconds and before any GPU time: reachable, GPUs free, versions, every cell checked.
 
-A cell the host's SGLang cannot accept is `invalid` here with the reason, and never launched.
+A cell the host's SGLang cannot accept is `invalid` here with the reason, and never launched. A host that
+cannot run any launch (no nvidia-smi, or an install whose python has no SGLang) is refused here, naming what
+is missing and the fix, before anything runs or is recorded.
 """
 
 from __future__ import annotations
@@ -14,13 +16,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.classify.unlaunched import rejected_verdict
-from orchestrator.errors import HostBusy
-from orchestrator.host.facts import GpuHolder
-from orchestrator.host.session import HostSession
+from orchestrator.errors import HostBusy, LaunchError
+from orchestrator.host.facts import (
+    GPU_QUERY,
+    GpuHolder,
+    InstallIdentity,
+    gpu_query_problem,
+    install_identity_command,
+    parse_gpus,
+    parse_install_identity,
+)
+from orchestrator.host.session import HostSession, python_for
 from orchestrator.model import Cell, Verdict
 from orchestrator.settings import Deadlines
 from orchestrator.sweep.plan import CellPlan, check_flag_secrets, plan_cells
-from orchestrator.transport.shell import Raw, ShellCommand
+from orchestrator.transport.shell import Raw, ShellCommand, quote
+
+
+class HostNotReady(LaunchError):
+    """The host lacks what every launch needs (nvidia-smi, an install's SGLang): refused before any launch."""
 
 
 @dataclass(frozen=True)
@@ -101,17 +115,36 @@ def run_preflight(
     installs = sorted({c.install for c in cells}, key=lambda i: i or "")
     # Each asks the host to start SGLang's Python, pip or nvidia-smi (seconds each on a real host): all at once,
     # each on its own channel of the one connection; the answers are taken in this order, errors too.
-    with ThreadPoolExecutor(max_workers=2 * len(installs) + 1, thread_name_prefix="preflight") as pool:
-        asked = [(install, pool.submit(session.sglang_version, install), pool.submit(session.packages, install))
-                 for install in installs]  # fmt: skip
+    with ThreadPoolExecutor(max_workers=3 * len(installs) + 1, thread_name_prefix="preflight") as pool:
+        asked = [(install, pool.submit(session.sglang_version, install), pool.submit(session.packages, install),
+                  pool.submit(install_identity, session, install)) for install in installs]  # fmt: skip
         # The GPU list host_facts reads is the one gpu_holders needs next: one after the other, in one job.
         gpus = pool.submit(lambda: (session.host_facts(), session.gpu_holders(set(our_pgids)) if check_gpus else []))
         versions: dict[str, Any] = {}
-        for install, version, packages in asked:
-            versions[f"sglang[{install}]" if install else "sglang"] = version.result()
+        identities: dict[str | None, InstallIdentity] = {}
+        for install, version, packages, identity in asked:
+            suffix = f"[{install}]" if install else ""
+            versions[f"sglang{suffix}"] = version.result()
+            identities[install] = found = identity.result()
+            if found.build:
+                versions[f"sglang-build{suffix}"] = found.build
+            if found.commit:
+                versions[f"sglang-commit{suffix}"] = found.commit
             for name, number in packages.result().items():
-                versions[f"{name}[{install}]" if install else name] = number
+                versions[f"{name}{suffix}"] = number
         facts, holders = gpus.result()
+    problems = [*sglang_problems(session, versions, identities)]
+    if check_gpus and not session.schedules_gpus and not facts.get("gpu_name"):
+        # Asked again only when the first answer said nothing: a healthy host pays no extra nvidia-smi start.
+        answer = session.sh(GPU_QUERY, timeout=30)
+        problem = gpu_query_problem(answer.exit_code, answer.text, answer.stderr_text)
+        if problem is None and not parse_gpus(answer.text):
+            problem = f"nvidia-smi lists no GPU; the host said: {answer.text.strip()[:300] or '(nothing)'}"
+        problems += [problem] if problem else []
+    if problems:
+        raise HostNotReady(
+            f"host {session.config.name} cannot run SGLang launches: " + "; ".join(problems) + ". Nothing was launched."
+        )
     host_facts: dict[str, Any] = dict(facts)
     foreign: list[GpuHolder] = []
     if check_gpus:
@@ -162,3 +195,70 @@ def end_foreign_holders(session: HostSession, holders: Sequence[GpuHolder]) -> N
 def _signal_pids(session: HostSession, signal_name: str, pids: Sequence[int]) -> None:
     if pids:
         session.sh(ShellCommand("kill", "-s", signal_name, "--", *pids, Raw("2>/dev/null; exit 0")).raw(), timeout=30)
+
+
+def install_identity(session: HostSession, install: str | None) -> InstallIdentity:
+    """Where an install's python finds SGLang and which build it is (or why it finds none)."""
+    python = python_for(session.config, session.launcher_words(install))
+    answer = session.sh(install_identity_command(quote(python)), timeout=120)
+    return parse_install_identity(answer.exit_code, answer.text, answer.stderr_text)
+
+
+def sglang_problems(
+    session: HostSession, versions: Mapping[str, Any], identities: Mapping[str | None, InstallIdentity]
+) -> list[str]:
+    """What keeps each install from running SGLang at all, with the host's words and the fix (none: it can)."""
+    problems = []
+    for install, identity in identities.items():
+        if versions.get(f"sglang[{install}]" if install else "sglang"):
+            continue
+        python = python_for(session.config, session.launcher_words(install))
+        where = f"install {install!r}" if install else "the host"
+        key = f"installs: {{{install}: {{launcher: ...}}}}" if install else "launcher:"
+        launcher = session.config.launcher_for(install)
+        if identity.missing:
+            said = f"{python} (the python of {where}'s launcher `{launcher}`) has no SGLang; the host said: "
+            said += identity.missing
+        else:
+            said = f"SGLang of {where} (at {identity.location or '?'}) does not say its version (import sglang, "
+            said += "its package metadata and pip list all left it unknown)"
+        fix = (
+            f"point {key} of host {session.config.name} in hosts.yaml at the python of the environment SGLang is "
+            "installed in (e.g. /opt/sglang/.venv/bin/python -m sglang.launch_server), or pip install sglang there"
+        )
+        problems.append(f"{said} (fix: {fix})")
+    return problems
+
+
+@dataclass(frozen=True)
+class InstallChange:
+    """One way the host's installs differ from what a sweep recorded of them."""
+
+    key: str
+    """As the sweep's versions name it: `sglang`, `sglang-build[after]`, `torch`."""
+    recorded: str | None
+    now: str | None
+
+    def __str__(self) -> str:
+        return f"{self.key} {self.recorded or 'unknown'} -> {self.now or 'unknown'}"
+
+
+_SINCE_BUILDS = re.compile(r"^sglang-(build|commit)(\[[^\]]+\])?$")
+"""Keys preflight records since builds are: a sweep recorded before them says nothing about them."""
+
+
+def install_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[InstallChange]:
+    """What changed in the host's installs since a sweep recorded them (its `versions`, against preflight's now).
+
+    Pure. Every key counts (SGLang's version, build and commit, and the watched packages, per install): a
+    package installed or removed since is a change too. A build or commit the sweep did not record is not,
+    as that sweep was recorded before builds were; one it recorded that the host cannot say now is.
+    """
+    changes = []
+    for key in sorted(set(recorded) | set(current)):
+        then, now = recorded.get(key), current.get(key)
+        if then is None and _SINCE_BUILDS.match(key):
+            continue
+        if (str(then) if then is not None else None) != (str(now) if now is not None else None):
+            changes.append(InstallChange(key, None if then is None else str(then), None if now is None else str(now)))
+    return changes
