@@ -83,38 +83,49 @@ class NoGpuReading(LaunchError):
         self.problem = problem
 
 
-_SMI_FAILED = re.compile(
-    r"NVIDIA-SMI has failed|Failed to initialize NVML|No devices were found|fell off the bus", re.I
+_SMI_FAILURES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"nvidia-smi: (command not found|not found|No such file or directory)"),
+        "install the NVIDIA driver's utilities on the host, or give the folder that holds nvidia-smi in the "
+        "host's PATH (hosts.yaml: env: {PATH: ...})",
+    ),
+    (
+        re.compile(r"Permission denied"),
+        "make nvidia-smi executable for the login user (ls -l $(command -v nvidia-smi))",
+    ),
+    (
+        re.compile(r"couldn't communicate with the NVIDIA driver|Failed to initialize NVML|Driver/library version"),
+        "the NVIDIA driver is not loaded, or does not match its library (often after a driver upgrade without a "
+        "reboot): run nvidia-smi on the host, and reboot it or reload the driver",
+    ),
+    (
+        re.compile(r"No devices were found"),
+        "no GPU is visible to the login user: check CUDA_VISIBLE_DEVICES and the device permissions (/dev/nvidia*)",
+    ),
+    (
+        re.compile(r"fell off the bus|GPU is lost"),
+        "a GPU fell off the bus: the host needs a reboot (ask its admin)",
+    ),
 )
-_SMI_FIXES: dict[int, str] = {
-    127: "install the NVIDIA driver's utilities on the host, or give the folder that holds nvidia-smi in the "
-    "host's PATH (hosts.yaml: env: {PATH: ...})",
-    126: "make nvidia-smi executable for the login user (ls -l $(command -v nvidia-smi) on the host)",
-    9: "the NVIDIA driver is not loaded, or does not match its library (often after a driver upgrade without a "
-    "reboot): run nvidia-smi on the host, and reboot it or reload the driver",
-    6: "no GPU is visible to the login user: check CUDA_VISIBLE_DEVICES and the device permissions (/dev/nvidia*)",
-    12: "the NVML library is missing: reinstall the NVIDIA driver on the host",
-    15: "a GPU fell off the bus: the host needs a reboot (ask its admin)",
-}
+"""nvidia-smi's failures as it words them, each with its fix; the first that matches wins."""
 
 
 def gpu_query_problem(exit_code: int, stdout: str, stderr: str) -> str | None:
     """Why an nvidia-smi query gave no reading, with the host's words and the fix; None when it gave one.
 
     An empty answer of a successful query is a reading (no GPU process); a failed or missing nvidia-smi
-    also prints nothing on stdout, so only its exit code and its words tell the two apart.
+    also prints nothing on stdout, so only its exit code and its words tell the two apart (some drivers
+    print their failure and exit 0).
     """
     said = " ".join((stderr.strip() + " " + stdout.strip()).split())
-    failed = _SMI_FAILED.search(stdout + stderr)
-    if exit_code == 0 and not failed:
+    fix = next((fix for pattern, fix in _SMI_FAILURES if pattern.search(said)), None)
+    if exit_code == 0 and fix is None:
         return None
-    if exit_code == 127 or ("not found" in said and "nvidia-smi" in said):
-        what, code = "nvidia-smi is not installed or not on the PATH", 127
+    if exit_code == 127 or fix is _SMI_FAILURES[0][1]:
+        what = "nvidia-smi is not installed or not on the PATH"
     else:
-        what, code = f"nvidia-smi failed (exit {exit_code})", exit_code
-    if code not in _SMI_FIXES and "No devices were found" in said:
-        code = 6
-    fix = _SMI_FIXES.get(code, "run nvidia-smi on the host to see why it fails, and fix that first")
+        what = f"nvidia-smi failed (exit {exit_code})"
+    fix = fix or "run nvidia-smi on the host to see why it fails, and fix that first"
     return f"{what}; the host said: {_clip(said) or '(nothing)'} (fix: {fix})"
 
 

@@ -58,3 +58,30 @@ def test_a_new_version_or_another_gpu_runs_them_again() -> None:
     assert not known_bad(cell, history, {"sglang": "0.5.10"}, FACTS)
     assert not known_bad(cell, history, VERSIONS, {"gpu_name": "B200"})
     assert not known_bad(cell, history, {}, FACTS)  # a host that did not say its version proves nothing
+
+
+def test_the_same_version_string_of_another_build_runs_them_again() -> None:
+    # A nightly wheel keeps its version string: only the build recorded by preflight tells the installs apart.
+    cell = [make_cell("fa3")]
+    built = {"sglang": "0.5.9", "sglang-build": "aaaa0000aaaa0000"}
+    history = [_past("fa3", KERNEL, versions=built)]
+    assert known_bad(cell, history, built, FACTS)["c-fa3-fp8_e4m3"].sweep_id == "s-1"
+    assert not known_bad(cell, history, {**built, "sglang-build": "bbbb1111bbbb1111"}, FACTS)
+    # A host that cannot say its build now proves nothing against a proof that recorded one.
+    assert not known_bad(cell, history, VERSIONS, FACTS)
+
+
+def test_a_proof_recorded_before_builds_were_is_judged_by_the_version_string() -> None:
+    cell = [make_cell("fa3")]
+    history = [_past("fa3", KERNEL, versions={"sglang": "0.5.9"})]
+    assert known_bad(cell, history, {"sglang": "0.5.9", "sglang-build": "aaaa0000aaaa0000"}, FACTS)
+    assert not known_bad(cell, history, {"sglang": "0.5.10", "sglang-build": "aaaa0000aaaa0000"}, FACTS)
+
+
+def test_each_install_is_judged_by_its_own_build() -> None:
+    cell = make_cell("fa3", install="after")
+    built = {"sglang": "0.5.9", "sglang-build": "aaaa", "sglang[after]": "0.5.23", "sglang-build[after]": "cccc"}
+    past = PastRun(cell, make_run(cell, sweep_id="s-1", state="done", verdict=KERNEL), built, FACTS)
+    assert known_bad([cell], [past], built, FACTS)
+    assert known_bad([cell], [past], {**built, "sglang-build": "dddd"}, FACTS)  # the other install's build
+    assert not known_bad([cell], [past], {**built, "sglang-build[after]": "dddd"}, FACTS)
