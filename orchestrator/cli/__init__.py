@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "validate": "validate",
     "sweep": "sweep",
     "table": "table",
+    "sweeps": "sweeps",
     "compare": "analysis",
     "explain": "analysis",
     "repro": "repro",
@@ -33,6 +34,7 @@ COMMANDS: dict[str, str] = {
 SUMMARIES: dict[str, str] = {
     "sweep": "Run every cell of a matrix on a host and print the pass/fail table.",
     "table": "Print the pass/fail table of a sweep: one row per cell.",
+    "sweeps": "List the store's sweeps, newest first: host, matrix, start, cells, pass/fail, which one is latest.",
     "explain": "For each failure category, the flag values and warnings that separate failing from passing cells.",
     "compare": "Compare two sweeps (or two installs of one): regressions, fixes, changed failures, versions.",
     "report": "A report of one sweep: an HTML heat-map page (--html FILE) or a Markdown comment (--md).",

@@ -31,12 +31,21 @@ def table(
     db: Annotated[
         Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB, else ./orchestrator.db).")
     ] = None,
+    listing: Annotated[
+        bool, typer.Option("--list", help="List the store's sweeps instead (as `orchestrator sweeps`).")
+    ] = False,
 ) -> None:
     """Print the pass/fail table of a sweep: one row per cell."""
+    if listing:
+        from orchestrator.cli.sweeps import print_sweeps
+
+        print_sweeps(fmt, db)
+        return
     try:
         with Store(db or default_db_path(), create=False) as store:
             record = store.resolve_sweep(sweep)
             results = store.cell_results(record.sweep_id)
+            newer = 0 if sweep else next(i for i, r in enumerate(store.list_sweeps()) if r.sweep_id == record.sweep_id)
     except StoreError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
@@ -45,5 +54,14 @@ def table(
         print_table(console, results, record, wide=wide)
         for line in not_run_lines(record, results, record.matrix_path or "MATRIX"):
             console.print(line, soft_wrap=True)
+        if newer:
+            console.print(
+                f"the latest sweep that launched something; {newer} newer (one-cell runs, repros, or sweeps that "
+                "launched nothing): `orchestrator sweeps` lists them",
+                style="dim",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
     else:
         typer.echo(render(fmt, results, record), nl=False)

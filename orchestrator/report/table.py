@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import re
+import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -22,7 +23,7 @@ from orchestrator.model import UNSET, FlagValue, Status
 from orchestrator.report.term_grid import Cell as GridCell
 from orchestrator.report.term_grid import Column, Grid
 from orchestrator.store.records import SweepRecord
-from orchestrator.store.results import CellResult
+from orchestrator.store.results import CellResult, SweepSummary
 
 TableFormat = Literal["term", "md", "csv", "json"]
 FORMATS: tuple[TableFormat, ...] = ("term", "md", "csv", "json")
@@ -248,3 +249,66 @@ def render(fmt: TableFormat, results: Sequence[CellResult], sweep: SweepRecord, 
     if fmt == "term":
         return render_term(results, sweep, width)
     return {"md": render_md, "csv": render_csv, "json": render_json}[fmt](results, sweep)
+
+
+SWEEP_HEADERS = ("sweep", "host", "matrix", "started (UTC)", "status", "cells", "pass", "fail", "other", "note")
+
+
+def _started(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(at))
+
+
+def _note(summary: SweepSummary) -> str:
+    """Why a sweep is or is not what a bare `table` shows."""
+    record = summary.sweep
+    notes = ["latest"] if summary.latest else []
+    if summary.kind == "run":
+        notes.append("one-cell orchestrator run")
+    elif summary.kind == "repro":
+        notes.append(f"repro of {record.settings.get('repro_of')}")
+    elif not summary.launched:
+        notes.append("launched nothing")
+    return ", ".join(notes)
+
+
+def _sweep_row(summary: SweepSummary) -> list[str]:
+    record, counts = summary.sweep, summary.counts
+    other = summary.cells - counts.get("pass", 0) - counts.get("fail", 0)
+    matrix = record.name
+    if record.matrix_path and summary.kind == "sweep":
+        matrix += f" ({record.matrix_path})"
+    return [
+        record.sweep_id,
+        record.host,
+        matrix,
+        _started(record.started_at),
+        record.status,
+        str(summary.cells),
+        str(counts.get("pass", 0)),
+        str(counts.get("fail", 0)),
+        ", ".join(f"{n} {s}" for s, n in counts.items() if s not in ("pass", "fail")) if other else "",
+        _note(summary),
+    ]
+
+
+def render_sweeps(fmt: TableFormat, summaries: Sequence[SweepSummary], width: int | None = None) -> str:
+    """The store's sweeps, newest first: one row each (`orchestrator sweeps`)."""
+    if fmt == "json":
+        latest = next((s.sweep.sweep_id for s in summaries if s.latest), None)
+        return json.dumps({"latest": latest, "sweeps": [s.to_dict() for s in summaries]}, indent=2) + "\n"
+    rows = [_sweep_row(s) for s in summaries]
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow([h.replace(" (UTC)", "_utc").replace(" ", "_") for h in SWEEP_HEADERS])
+        writer.writerows(rows)
+        return buffer.getvalue()
+    if fmt == "md":
+        lines = ["| " + " | ".join(SWEEP_HEADERS) + " |", "|" + "---|" * 5 + "--:|" * 3 + "---|---|"]
+        lines += ["| " + " | ".join(map(_md_text, row)) + " |" for row in rows]
+        return "\n".join(lines) + "\n"
+    if not rows:
+        return "no sweeps in this store yet\n"
+    columns = [*(Column(h, "axis", right=h in ("cells", "pass", "fail")) for h in SWEEP_HEADERS[:-1])]
+    grid = Grid([*columns, Column("note", "cause")], [[GridCell(v) for v in row] for row in rows])
+    return "\n".join(line.plain for line in grid.render(width).lines) + "\n"
