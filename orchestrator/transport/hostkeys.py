@@ -1,4 +1,5 @@
-"""Host key checking: known_hosts loaded, unknown keys refused (or added on explicit opt-in), changed keys refused.
+"""Host key checking: known_hosts loaded, unknown keys refused (or added on explicit opt-in), changed and revoked
+keys refused.
 
 Fabric 3 loads no known_hosts and auto-adds every key, so this replaces its policy entirely
 (pyinfra maps StrictHostKeyChecking the same way; SkyPilot's `StrictHostKeyChecking=no` is what
@@ -15,9 +16,11 @@ import os
 import paramiko
 
 from orchestrator.errors import HostKeyRejected
+from orchestrator.transport.known_hosts import KnownHosts, KnownLine, read_known_hosts
 from orchestrator.transport.ssh_target import ResolvedTarget
 
 SYSTEM_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
+"""Read at call time (tests point it elsewhere)."""
 
 log = logging.getLogger(__name__)
 
@@ -27,27 +30,71 @@ def fingerprint(key: paramiko.PKey) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
 
 
+def known_hosts_of(target: ResolvedTarget) -> KnownHosts:
+    """What the system and user known_hosts files say about `target` (markers included)."""
+    return read_known_hosts([*SYSTEM_KNOWN_HOSTS, target.known_hosts], target.known_hosts_name)
+
+
 def apply_host_key_policy(client: paramiko.SSHClient, target: ResolvedTarget) -> None:
-    """Load system and user known_hosts into `client` and install the refuse / accept-new policy."""
-    for path in SYSTEM_KNOWN_HOSTS:
-        if os.path.isfile(path):
-            client.load_system_host_keys(path)
-    if os.path.isfile(target.known_hosts):
-        client.load_host_keys(target.known_hosts)
-    policy = _AcceptNew(target) if target.accept_new_host_keys else _Refuse(target)
+    """Load what known_hosts says about `target` into `client` and install the refuse / accept-new policy."""
+    known = known_hosts_of(target)
+    for line in known.usable():
+        # Under the exact name paramiko looks up: it matches neither patterns nor `@` markers itself.
+        client.get_host_keys().add(target.known_hosts_name, line.key.get_name(), line.key)
+    policy = _AcceptNew(target, known) if target.accept_new_host_keys else _Refuse(target, known)
     client.set_missing_host_key_policy(policy)
 
 
-def unknown_key_error(target: ResolvedTarget, key: paramiko.PKey) -> HostKeyRejected:
+def unknown_key_error(target: ResolvedTarget, key: paramiko.PKey, known: KnownHosts | None = None) -> HostKeyRejected:
     """The refusal of a key that no known_hosts file lists, with how to accept it deliberately."""
+    scan = f"`ssh-keyscan -p {target.port} {target.hostname} >> {target.known_hosts}`"
+    if target.jump_for:
+        # hosts.yaml's accept_new_host_keys is the GPU host's; the bastion's key is trusted on its own terms.
+        opt_in = (
+            f"; this is the ProxyJump bastion on the way to {target.jump_for}, which hosts.yaml's "
+            f"accept_new_host_keys does not cover: alternatively put `StrictHostKeyChecking accept-new` under "
+            f"the bastion's `Host {target.alias}` entry in {target.ssh_config_path or '~/.ssh/config'}"
+        )
+    elif target.accept_new_host_keys:
+        opt_in = ""
+    else:
+        opt_in = (
+            ", or set `accept_new_host_keys: true` for this host in hosts.yaml (adds unknown keys to known_hosts; "
+            "a changed key is still refused)"
+        )
+    authorities = known.authorities if known is not None else []
+    ca = (
+        f" {_lines(authorities)} trusts a certificate authority for this host, but host certificates are not "
+        "checked by this tool (paramiko negotiates the plain key): list the plain key as well."
+        if authorities
+        else ""
+    )
     return HostKeyRejected(
         f"{target.describe()}: host key {key.get_name()} {fingerprint(key)} for {target.known_hosts_name} "
-        f"is not in {target.known_hosts}; nothing was sent to the host. To trust it, first check the "
+        f"is not in {target.known_hosts}; nothing was sent to the host.{ca} To trust it, first check the "
         f"fingerprint on the host itself (`ssh-keygen -lf /etc/ssh/ssh_host_{_short(key)}_key.pub`), then run "
-        f"`ssh-keyscan -p {target.port} {target.hostname} >> {target.known_hosts}`, or set "
-        f"`accept_new_host_keys: true` for this host in hosts.yaml (adds unknown keys to known_hosts; "
-        f"a changed key is still refused)."
+        f"{scan}{opt_in}."
     )
+
+
+def revoked_key_error(target: ResolvedTarget, key: paramiko.PKey, line: KnownLine) -> HostKeyRejected:
+    """The refusal of a key a `@revoked` line names: never accepted, whatever else lists it."""
+    return HostKeyRejected(
+        f"{target.describe()}: host key {key.get_name()} {fingerprint(key)} for {target.known_hosts_name} "
+        f"is REVOKED ({line.where} marks it @revoked); nothing was sent to the host. A revoked key is never "
+        f"accepted: have the host's administrator install a new host key, then list that key in "
+        f"{target.known_hosts} (accept_new_host_keys does not override a revoked key)."
+    )
+
+
+def refused_key_error(target: ResolvedTarget, exc: paramiko.BadHostKeyException) -> HostKeyRejected:
+    """The refusal of a key that differs from the one known_hosts holds: revoked, or changed."""
+    revoked = known_hosts_of(target).revoked_line(exc.key)
+    return revoked_key_error(target, exc.key, revoked) if revoked else changed_key_error(target, exc)
+
+
+def _lines(lines: list[KnownLine]) -> str:
+    return ", ".join(line.where for line in lines)
 
 
 def changed_key_error(target: ResolvedTarget, exc: paramiko.BadHostKeyException) -> HostKeyRejected:
@@ -69,20 +116,24 @@ def _short(key: paramiko.PKey) -> str:
 
 
 class _Refuse(paramiko.MissingHostKeyPolicy):
-    def __init__(self, target: ResolvedTarget) -> None:
+    def __init__(self, target: ResolvedTarget, known: KnownHosts) -> None:
         self.target = target
+        self.known = known
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
-        raise unknown_key_error(self.target, key)
+        revoked = self.known.revoked_line(key)
+        if revoked is not None:
+            raise revoked_key_error(self.target, key, revoked)
+        raise unknown_key_error(self.target, key, self.known)
 
 
-class _AcceptNew(paramiko.MissingHostKeyPolicy):
+class _AcceptNew(_Refuse):
     """OpenSSH's `StrictHostKeyChecking accept-new`: paramiko only calls it for keys it knows nothing of."""
 
-    def __init__(self, target: ResolvedTarget) -> None:
-        self.target = target
-
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        revoked = self.known.revoked_line(key)
+        if revoked is not None:
+            raise revoked_key_error(self.target, key, revoked)
         path = self.target.known_hosts
         parent = os.path.dirname(path)
         if parent:

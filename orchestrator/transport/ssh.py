@@ -36,7 +36,7 @@ from orchestrator.errors import (
 )
 from orchestrator.transport.base import CommandResult, Transport, check_byte_range, map_transport_errors
 from orchestrator.transport.breaker import HostBreaker
-from orchestrator.transport.hostkeys import changed_key_error
+from orchestrator.transport.hostkeys import refused_key_error
 from orchestrator.transport.launch import EXIT_PID_FILE_EXISTS, LAUNCH_TIMEOUT_S, LaunchRequest, recover_pid
 from orchestrator.transport.shell import ShellCommand
 from orchestrator.transport.ssh_channel import collect
@@ -345,7 +345,7 @@ class SshTransport(Transport):
                 conn.client.close()
                 sock.close()
                 if isinstance(exc, paramiko.BadHostKeyException):
-                    raise changed_key_error(t, exc) from exc
+                    raise refused_key_error(t, exc) from exc
                 if isinstance(exc, paramiko.AuthenticationException):
                     raise auth_refused(t, exc) from exc
                 raise

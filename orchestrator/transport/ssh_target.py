@@ -32,6 +32,8 @@ class SshTarget:
     connect_timeout: float = 10.0
     proxy_jump: str | None = None
     """Overrides the config's ProxyJump (`a,b`; "" for none); None reads the config."""
+    jump_for: str | None = None
+    """Set on a ProxyJump bastion: the host it leads to (`ssh user@host:port`), for its error messages."""
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,12 @@ class ResolvedTarget:
     identities_only: bool = False
     """`IdentitiesOnly yes`: only the configured key files, no agent, no default identities."""
     proxy_command: str | None = None
+    """The config's ProxyCommand, tokens expanded: its stdin/stdout is the connection's socket."""
     proxy_jump: tuple[str, ...] = ()
     """Jump hosts in order (`[user@]host[:port]` or aliases); the last one forwards to this host."""
     ssh_config_path: str | None = None
-    """The config's ProxyCommand, tokens expanded: its stdin/stdout is the connection's socket."""
+    jump_for: str | None = None
+    """Set on a ProxyJump bastion: the host it leads to."""
 
     @property
     def known_hosts_name(self) -> str:
@@ -94,6 +98,7 @@ def resolve(target: SshTarget) -> ResolvedTarget:
         proxy_command=_proxy_command(found.get("proxycommand")),
         proxy_jump=_proxy_jump(target.proxy_jump if target.proxy_jump is not None else found.get("proxyjump")),
         ssh_config_path=target.ssh_config_path,
+        jump_for=target.jump_for,
     )
 
 
@@ -123,4 +128,5 @@ def jump_target(target: ResolvedTarget) -> SshTarget:
         ssh_config_path=target.ssh_config_path,
         connect_timeout=target.connect_timeout,
         proxy_jump=",".join(before) if before else None,
+        jump_for=target.jump_for or target.describe(),
     )
