@@ -16,15 +16,35 @@ from orchestrator.cli.common import exits_on_error, open_store
 from orchestrator.cli.root import app
 from orchestrator.errors import StoreError
 from orchestrator.report.views import sweep_view
+from orchestrator.store.records import SweepRecord
 from orchestrator.store.sqlite import Store
 
 Format = Literal["term", "md", "json"]
 
 
-def load_view(store: Store, ref: str | None) -> SweepView:
+def load_view(store: Store, ref: str | SweepRecord | None) -> SweepView:
     """A stored sweep as the analysis reads it."""
-    record = store.resolve_sweep(ref)
+    record = ref if isinstance(ref, SweepRecord) else store.resolve_sweep(ref)
     return sweep_view(record, store.cell_results(record.sweep_id, int(record.settings.get("retries", 0))))
+
+
+def newer_of(store: Store, old: SweepRecord) -> SweepRecord:
+    """What `compare OLD` compares OLD with: the latest sweep of the same matrix on the same host, after OLD."""
+    what = f"matrix {old.name!r} on host {old.host}"
+    listed = "`orchestrator sweeps` lists the store's sweeps"
+    new = store.latest_like(old)
+    if new is None:
+        raise StoreError(
+            f"{store.path}: sweep {old.sweep_id} is the only sweep of {what} that launched something, so there is "
+            f"nothing to compare it with (fix: name both, `orchestrator compare OLD NEW`; {listed})"
+        )
+    if (new.started_at, new.sweep_id) < (old.started_at, old.sweep_id):
+        raise StoreError(
+            f"{store.path}: sweep {old.sweep_id} is the latest sweep of {what}; compare takes the older sweep "
+            f"first (fix: `orchestrator compare {new.sweep_id} {old.sweep_id}` compares the one before it with it; "
+            f"{listed})"
+        )
+    return new
 
 
 def installs_pair(view: SweepView, installs: str, store: Store) -> tuple[str, str]:
@@ -51,7 +71,13 @@ def installs_pair(view: SweepView, installs: str, store: Store) -> tuple[str, st
 @app.command()
 def compare(
     a: Annotated[str, typer.Argument(help="The sweep before (id or unique prefix).")],
-    b: Annotated[str | None, typer.Argument(help="The sweep after (default: the same sweep, see --installs).")] = None,
+    b: Annotated[
+        str | None,
+        typer.Argument(
+            help="The sweep after (default: the latest sweep of the same matrix on the same host; with --installs, "
+            "the same sweep)."
+        ),
+    ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = "term",
     installs: Annotated[
         str | None, typer.Option(help="BEFORE,AFTER: compare two installs of one sweep (environments as an axis).")
@@ -61,12 +87,26 @@ def compare(
 ) -> None:
     """Compare two sweeps (or two installs of one): regressions, fixes, changed failures, versions."""
     with exits_on_error(), open_store(db, create=False) as store:
-        view_a = load_view(store, a)
+        old = store.resolve_sweep(a)
+        view_a = load_view(store, old)
         if installs:
             before, after = installs_pair(view_a, installs, store)
             result = compare_installs(view_a, before, after)
         else:
-            result = compare_views(view_a, load_view(store, b or a))
+            new = store.resolve_sweep(b) if b is not None else newer_of(store, old)
+            if new.sweep_id == old.sweep_id:
+                typer.echo(
+                    f"note: both ids name sweep {old.sweep_id}, and a sweep compared with itself shows no change "
+                    "(to compare it with the latest sweep of its matrix on its host, pass it alone)",
+                    err=True,
+                )
+            elif b is None:
+                typer.echo(
+                    f"comparing {old.sweep_id} with {new.sweep_id}, the latest sweep of matrix {old.name!r} on "
+                    f"host {old.host}",
+                    err=True,
+                )
+            result = compare_views(view_a, load_view(store, new))
     typer.echo(render_comparison(result, fmt, color=fmt == "term"), nl=False)
     if fail_on_regression and result.regressions:
         raise typer.Exit(1)

@@ -99,3 +99,51 @@ def test_a_cross_version_compare_reports_exactly_the_regression_and_the_version(
     with Store(db, create=False) as store:
         commands = [r.command for r in store.runs(after)]
     assert all("--dsa-decode-backend" in c and "--nsa-decode-backend" not in c for c in commands)
+
+
+def _one_id_store(tmp_path: Path) -> tuple[Path, list[str]]:
+    """Three sweeps of one matrix on one host (the last regressed), one on another host, and a one-cell run."""
+    from orchestrator.model import Status
+    from orchestrator.store.records import COMMAND_LINE
+    from tests.store.test_latest import add_sweep
+    from tests.store.test_records import make_cell, make_sweep
+
+    db = tmp_path / "o.db"
+    ids = ["s-20261201-010000-0001", "s-20261202-010000-0002", "s-20261203-010000-0003"]
+    cells = [make_cell("triton"), make_cell("cutlass")]
+    with Store(db) as store:
+        for n, (sweep_id, last) in enumerate(zip(ids, (Status.PASS, Status.PASS, Status.FAIL), strict=True)):
+            add_sweep(store, make_sweep(sweep_id, 1_800_000_000.0 + n * 86400), cells, [Status.PASS, last], True)
+        other = make_sweep("s-20261204-010000-0004", 1_800_400_000.0, host="box2")
+        add_sweep(store, other, cells, [Status.FAIL, Status.FAIL], True)
+        one = make_sweep("s-20261204-020000-0005", 1_800_410_000.0, name="run", matrix_path=COMMAND_LINE)
+        add_sweep(store, one, cells[:1], [Status.FAIL], True)
+    return db, ids
+
+
+def test_compare_with_one_id_takes_the_latest_sweep_of_its_matrix_on_its_host(tmp_path: Path) -> None:
+    db, (first, second, third) = _one_id_store(tmp_path)
+    result = CliRunner().invoke(app, ["compare", first, "--db", str(db), "-f", "json", "--fail-on-regression"])
+    # The regression is the third sweep's (the other host's and the one-cell run's are no such sweep).
+    assert result.exit_code == 1, result.output
+    assert f"comparing {first} with {third}, the latest sweep of matrix 'glm5-nvfp4-sm120' on host sim" in result.stderr
+    data = json.loads(result.stdout)
+    assert [c["flags"]["attention-backend"] for c in data["regressions"]] == ["cutlass"]
+    assert CliRunner().invoke(app, ["compare", second, "--db", str(db), "--fail-on-regression"]).exit_code == 1
+    # Both ids given: as before, and no line about which was taken.
+    both = CliRunner().invoke(app, ["compare", first, second, "--db", str(db), "--fail-on-regression"])
+    assert both.exit_code == 0 and "comparing" not in both.stderr, both.output
+
+
+def test_compare_with_one_id_refuses_what_it_cannot_pair(tmp_path: Path) -> None:
+    db, (first, _, third) = _one_id_store(tmp_path)
+    latest = CliRunner().invoke(app, ["compare", third, "--db", str(db), "--fail-on-regression"])
+    assert latest.exit_code == 1 and "no change" not in latest.output
+    assert f"error: {db}: sweep {third} is the latest sweep of matrix 'glm5-nvfp4-sm120' on host sim" in latest.stderr
+    assert f"fix: `orchestrator compare s-20261202-010000-0002 {third}`" in latest.stderr
+    alone = CliRunner().invoke(app, ["compare", "s-20261204-010000-0004", "--db", str(db)])
+    assert alone.exit_code == 1 and "is the only sweep of matrix 'glm5-nvfp4-sm120' on host box2" in alone.stderr
+    assert "orchestrator compare OLD NEW" in alone.stderr and "orchestrator sweeps" in alone.stderr
+    # Named twice on purpose: compared, with a word that this can show no change.
+    itself = CliRunner().invoke(app, ["compare", first, first[:12], "--db", str(db), "--fail-on-regression"])
+    assert itself.exit_code == 0 and f"note: both ids name sweep {first}" in itself.stderr
