@@ -14,10 +14,12 @@ from typing import Any
 
 from orchestrator.config.diagnostics import did_you_mean, dotted, error_at, unknown_key
 from orchestrator.config.schema import ENV_NAME
+from orchestrator.config.secret_flags import secret_errors
 from orchestrator.config.yamlpos import LoadedYaml, YamlPath
 from orchestrator.errors import ConfigError
 from orchestrator.matrix.expand import normalized
 from orchestrator.matrix.flags import canonical_name, canonical_value
+from orchestrator.secret import MASK, is_secret_name
 from orchestrator.settings import Deadlines
 
 FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -138,7 +140,8 @@ def _axes(doc: LoadedYaml, axes: Mapping[Any, Any]) -> list[ConfigError]:
             except TypeError:
                 continue  # pydantic's error (a nested list or mapping)
             if key in seen:
-                message = f"axis {name!r} lists {value!r} twice (as {seen[key]!r} too)"
+                shown = (MASK, MASK) if is_secret_name(str(name)) else (repr(value), repr(seen[key]))
+                message = f"axis {name!r} lists {shown[0]} twice (as {shown[1]} too)"
                 errors.append(error_at(doc, (*path, index), message, "remove the repeated value"))
             seen.setdefault(key, value)
     return errors
@@ -212,6 +215,8 @@ def _exclude_value(
         return []  # a nested value: pydantic's error
     if present:
         return []
+    if is_secret_name(canonical):  # the values are secrets: name none of them
+        return [error_at(doc, where, f"exclude value {MASK} is not a value of {what}", "use one of the axis' values")]
     guess = did_you_mean(str(value), [str(v) for v in values])
     fix = f"did you mean {guess!r}?" if guess else f"use one of {values}"
     message = f"exclude value {value!r} is not a value of {what}, so it excludes nothing"
@@ -229,6 +234,7 @@ def matrix_checks(doc: LoadedYaml) -> list[ConfigError]:
     errors += _entries(doc, "include", section.get("include"), axes)
     errors += _entries(doc, "exclude", section.get("exclude"), axes)
     errors += known_keys(doc, ("deadlines",), data.get("deadlines"), DEADLINE_NAMES)
+    errors += secret_errors(doc)
     errors += [e for key in ("name", "flags", "env", "matrix") for e in nul_bytes(doc, (key,), data.get(key))]
     installs = [str(n) for n in _list(data.get("installs"))]
     for index, name in enumerate(installs):

@@ -19,7 +19,7 @@ from orchestrator.config.diagnostics import error_at, from_pydantic
 from orchestrator.config.hosts import builtin_sim_host, load_hosts
 from orchestrator.config.model import Matrix
 from orchestrator.config.schema import MatrixFile
-from orchestrator.config.secret_flags import protect_entry, protect_flags
+from orchestrator.config.secret_flags import masked_text, protect_entry, protect_flags
 from orchestrator.config.yamlpos import LoadedYaml, YamlPath, load_yaml
 from orchestrator.errors import ConfigError, ConfigErrors
 from orchestrator.matrix.expand import count_cells, size_bounds
@@ -70,7 +70,7 @@ def matrix_from_yaml(doc: LoadedYaml) -> Matrix:
     matrix = Matrix(
         name=model.name or Path(doc.file).stem,
         path=doc.file,
-        text=doc.text,
+        text=masked_text(doc),
         host=model.host,
         base_flags=protect_flags(model.flags, where("flags")),
         env=dict(model.env),

@@ -7,7 +7,9 @@ YAML 1.1's `on`/`off`/`yes`/`no` would silently turn flag values like `off` into
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,18 @@ class PositionLoader(yaml.SafeLoader):
         super().__init__(stream)
         self.lines: dict[YamlPath, int] = {}
         self.duplicates: list[tuple[YamlPath, int, int]] = []
+        self.anchor_of: dict[int, str] = {}
+        """id(node) -> the anchor it was given (`&name`), to keep when its text is rewritten."""
         self._recorded: set[int] = set()
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        """The node, its anchor noted: a node's marks span its anchor, and rewriting them must not drop it."""
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        anchor = None if isinstance(event, yaml.AliasEvent) else getattr(event, "anchor", None)
+        node = super().compose_node(parent, index)
+        if anchor and node is not None:
+            self.anchor_of[id(node)] = anchor
+        return node
 
     def record(self, node: yaml.Node, path: YamlPath) -> None:
         """Remember the line (1-based) of every key and item below `node` (before merge keys are flattened)."""
@@ -74,6 +87,9 @@ class LoadedYaml:
     text: str
     file: str
     lines: Mapping[YamlPath, int] = field(default_factory=dict)
+    node: yaml.Node | None = None
+    """The document's node tree: every value's marks in `text`, for rewriting one without touching the rest."""
+    anchor_of: Mapping[int, str] = field(default_factory=dict)
 
     def line_of(self, path: YamlPath) -> int | None:
         """The line of the key or item at `path` (1-based), or None when there is none."""
@@ -129,16 +145,50 @@ def parse_yaml(text: str, file: str) -> LoadedYaml:
                 for path, first, line in loader.duplicates
             ]
         )
-    return LoadedYaml(data=data, text=text, file=file, lines=loader.lines)
+    return LoadedYaml(data=data, text=text, file=file, lines=loader.lines, node=node, anchor_of=loader.anchor_of)
+
+
+MAX_YAML_BYTES = 4 * 1024 * 1024
+"""The largest configuration file read: a matrix of thousands of cells is a few hundred KB."""
+
+
+def read_capped(path: str | Path, limit: int = MAX_YAML_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; anything else raises ConfigError without reading on.
+
+    `/dev/zero` or a FIFO given by mistake would otherwise be read until memory runs out (or forever).
+    """
+    file = str(path)
+    try:
+        # O_NONBLOCK: opening a FIFO would otherwise wait for a writer; a regular file reads as ever.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            mode = os.fstat(fd).st_mode
+            data = bytearray()
+            while stat.S_ISREG(mode) and len(data) <= limit:
+                chunk = os.read(fd, 1 << 16)  # small reads: os.read allocates what it is asked for
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the file: {exc}", file=file, fix="check the path and its permissions") from exc
+    if not stat.S_ISREG(mode):
+        what = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a device, a pipe or a socket)"
+        raise ConfigError(f"{what}, so it is not read", file=file, fix="pass the path of the YAML file itself")
+    if len(data) > limit:
+        raise ConfigError(
+            f"the file is larger than {limit // (1024 * 1024)} MiB, the most a configuration file may hold",
+            file=file,
+            fix="check that this is the right file; a matrix of thousands of cells takes a few hundred KB",
+        )
+    return bytes(data)
 
 
 def load_yaml(path: str | Path) -> LoadedYaml:
-    """Read and parse a YAML file, keeping positions; unreadable files raise ConfigError."""
+    """Read and parse a YAML file, keeping positions; unreadable, huge or non-regular files raise ConfigError."""
     file = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read the file: {exc}", file=file, fix="check the path and its permissions") from exc
+    data = read_capped(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

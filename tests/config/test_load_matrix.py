@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import tracemalloc
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import HostConfig, SecretRef, effective_deadlines
+from orchestrator.config.yamlpos import MAX_YAML_BYTES
 from orchestrator.errors import ConfigError, ConfigErrors
 from orchestrator.matrix.expand import expand
 from orchestrator.model import FlagList
@@ -246,3 +248,30 @@ def test_bad_deadlines_and_probes(tmp_path: Path) -> None:
     assert [e.line for e in errors] == [2, 4, 5]
     assert errors[0].fix == "write e.g. 90s, 30m or 1.5h"
     assert errors[1].fix == "did you mean 'sampled_temperature'?"
+
+
+def test_a_file_over_the_size_cap_is_refused_naming_it_and_the_limit(tmp_path: Path) -> None:
+    path = write(tmp_path, "matrix: {a: [1]}\n" + "#" * MAX_YAML_BYTES)
+    tracemalloc.start()
+    with pytest.raises(ConfigError) as err:
+        load_matrix(path)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert err.value.file == str(path) and "larger than 4 MiB" in str(err.value)
+    assert peak < 3 * MAX_YAML_BYTES
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo", "folder"])
+def test_a_device_a_pipe_or_a_folder_is_refused_without_reading_it(tmp_path: Path, special: str) -> None:
+    path = Path(special)
+    if special == "fifo":
+        path = tmp_path / "matrix.yaml"
+        os.mkfifo(path)  # no writer: opening it for reading would wait forever
+    elif special == "folder":
+        path = tmp_path
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as err:
+        load_matrix(path)
+    assert time.perf_counter() - started < 1.0
+    assert err.value.file == str(path) and "so it is not read" in str(err.value)
+    assert "pass the path of the YAML file itself" in str(err.value)
