@@ -26,8 +26,8 @@ from orchestrator.config.model import HostConfig, Matrix, effective_deadlines
 from orchestrator.host.session import SIM_BIN
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult
+from orchestrator.sweep.engine import EventSink, SweepHooks, SweepOptions, run_sweep
 from orchestrator.sweep.execute import RunSettings
-from orchestrator.sweep.runner import EventSink, SweepHooks, SweepOptions, start_sweep
 from tests.paths import REPO
 from tests.sshd_host import SshdHost
 
@@ -278,4 +278,4 @@ def sweep_in_process(
     matrix, host = fh.matrix(), fh.host()
     options = SweepOptions(packed=packed, settings=RunSettings(effective_deadlines(host, matrix), matrix.probes))
     with Store(fh.db) as store:
-        return start_sweep(store, matrix, host, options, SweepHooks(on_event=on_event, on_result=on_result))
+        return run_sweep(store, matrix, [host], options, SweepHooks(on_event=on_event, on_result=on_result)).sweep_id

@@ -21,8 +21,9 @@ import yaml
 from orchestrator.config.load import load_hosts, load_matrix
 from orchestrator.config.model import effective_deadlines
 from orchestrator.store.sqlite import Store
+from orchestrator.sweep import engine
+from orchestrator.sweep.engine import SweepHooks, SweepOptions
 from orchestrator.sweep.execute import RunSettings
-from orchestrator.sweep.runner import SweepHooks, SweepOptions, start_sweep
 from tests import simhost
 from tests.paths import REPO
 from tests.simhost import random_port_base
@@ -93,7 +94,7 @@ def run_sweep(
         packed=packed, settings=RunSettings(effective_deadlines(host, matrix), matrix.probes), retries=matrix.retries
     )
     with Store(db) as store:
-        return start_sweep(store, matrix, host, options, hooks or SweepHooks())
+        return engine.run_sweep(store, matrix, [host], options, hooks or SweepHooks()).sweep_id
 
 
 @dataclass(frozen=True)

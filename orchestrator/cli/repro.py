@@ -14,7 +14,7 @@ import dataclasses
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -38,9 +38,11 @@ from orchestrator.store.secrets import MASK
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import launch_attempt
 from orchestrator.sweep.execute import RunSettings
-from orchestrator.sweep.hold import holding_host
+from orchestrator.sweep.interrupt import Interrupts, SweepInterrupted, report_lines
+from orchestrator.sweep.lanes import Member
 from orchestrator.sweep.plan import flag_secrets
 from orchestrator.sweep.preflight import run_preflight
+from orchestrator.transport import HostBreaker
 
 REPRODUCED, COULD_NOT_RUN, FAILED_DIFFERENTLY = 1, 2, 3
 
@@ -66,12 +68,18 @@ def repro(
             typer.echo(render_repro_script(original, cell, sweep), nl=False)
             return
         host_config = repro_host(sweep, host or original.host, hosts_file)  # a pool's run: the host it ran on
-        again = rerun(store, original, cell, sweep, host_config)
+        console = make_console(stderr=as_json)
+        try:
+            again = rerun(store, original, cell, sweep, host_config, lambda text: console.print(text, markup=False))
+        except SweepInterrupted as exc:
+            for line in report_lines(exc, None):
+                typer.echo(line, err=True)
+            raise typer.Exit(exc.exit_code) from None
     code = exit_code(original.verdict, again.verdict)
     if as_json:
         typer.echo(json.dumps(_payload(original, again, code), indent=2))
     else:
-        print_side_by_side(make_console(), original, again, cell, code)
+        print_side_by_side(console, original, again, cell, code)
     raise typer.Exit(code)
 
 
@@ -121,7 +129,14 @@ def _matrix_env(sweep: SweepRecord) -> dict[str, EnvValue]:
         return {}
 
 
-def rerun(store: Store, original: RunRecord, cell: Cell, sweep: SweepRecord, host: HostConfig) -> RunRecord:
+def rerun(
+    store: Store,
+    original: RunRecord,
+    cell: Cell,
+    sweep: SweepRecord,
+    host: HostConfig,
+    on_signal: Callable[[str], None] = lambda _text: None,
+) -> RunRecord:
     """Launch the run's command again as the one run of a new sweep `repro-<run id>`; returns the new run."""
     launch = repro_launch(original)
     sources = {**host.env_for(original.install), **_matrix_env(sweep)}
@@ -130,27 +145,40 @@ def rerun(store: Store, original: RunRecord, cell: Cell, sweep: SweepRecord, hos
     secrets |= flag_secrets(launch.argv("0"), os.environ)
     deadlines, probes = run_settings(sweep)
     sweep_id = new_sweep_id()
-    with holding_host(host, sweep_id) as session:
-        preflight = run_preflight(session, [cell])
-        store.create_sweep(
-            SweepRecord(
-                sweep_id=sweep_id,
-                name=f"repro-{original.run_id}",
-                host=host.name,
-                matrix_yaml=f"# orchestrator repro {original.run_id} (sweep {sweep.sweep_id})\n{sweep.matrix_yaml}",
-                matrix_path=sweep.matrix_path,
-                started_at=time.time(),
-                host_facts=preflight.host_facts,
-                versions=preflight.versions,
-                settings={k: v for k, v in sweep.settings.items() if k not in ("pool", "lanes")}
-                | {"host": host.to_dict(), "retries": 0, "repro_of": original.run_id},
+    member = Member(host, HostBreaker(host.name))
+    interrupts = Interrupts(
+        lambda _name: HostSession.open(host), store, deadlines.stop_grace, deadlines.gpu_release, on_signal
+    )
+    # The sweep's own stop: Ctrl-C or SIGTERM stops the re-run's server and checks its GPUs are free.
+    with interrupts.installed():
+        try:
+            session = member.hold(sweep_id)
+            preflight = run_preflight(session, [cell])
+            store.create_sweep(
+                SweepRecord(
+                    sweep_id=sweep_id,
+                    name=f"repro-{original.run_id}",
+                    host=host.name,
+                    matrix_yaml=f"# orchestrator repro {original.run_id} (sweep {sweep.sweep_id})\n{sweep.matrix_yaml}",
+                    matrix_path=sweep.matrix_path,
+                    started_at=time.time(),
+                    host_facts=preflight.host_facts,
+                    versions=preflight.versions,
+                    settings={k: v for k, v in sweep.settings.items() if k not in ("pool", "lanes")}
+                    | {"host": host.to_dict(), "retries": 0, "repro_of": original.run_id},
+                )
             )
-        )
-        store.save_cells(sweep_id, [cell])
-        spec = _spec(session, original, cell, launch, sorted(secrets))
-        # The sweep's own attempt pipeline: numbered by the store, a lost launch reply stopped, the same watch.
-        launch_attempt(store, session, sweep_id, cell, spec, secrets, RunSettings(deadlines, probes))
-        store.finish_sweep(sweep_id, "done", time.time())
+            interrupts.started(sweep_id)
+            store.save_cells(sweep_id, [cell])
+            spec = _spec(session, original, cell, launch, sorted(secrets))
+            # The sweep's own attempt pipeline: numbered by the store, a lost launch reply stopped, the same watch.
+            launch_attempt(store, session, sweep_id, cell, spec, secrets, RunSettings(deadlines, probes))
+            store.finish_sweep(sweep_id, "done", time.time())
+        except SweepInterrupted as exc:
+            interrupts.settle(exc)
+            raise
+        finally:
+            member.leave()
     return store.get_run(spec.run_id)
 
 

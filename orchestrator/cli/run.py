@@ -20,14 +20,20 @@ from orchestrator.model import Cell, Phase
 from orchestrator.settings import Deadlines
 from orchestrator.store.records import RunRecord, SweepRecord
 from orchestrator.store.sqlite import Store
+from orchestrator.sweep.engine import SweepHooks, SweepOptions, run_sweep
 from orchestrator.sweep.execute import RunSettings
-from orchestrator.sweep.runner import SweepHooks, SweepOptions, start_sweep
+from orchestrator.sweep.interrupt import SweepInterrupted, report_lines
+
+SIMULATED_NOTE = (
+    "simulated host: a stand-in server with a fake nvidia-smi and no model; its verdict says nothing about a "
+    "real GPU (name a host of hosts.yaml with --host for that)"
+)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run(
     ctx: typer.Context,
-    host: Annotated[str, typer.Option(help="Host from hosts.yaml, or sim.")] = "sim",
+    host: Annotated[str, typer.Option(help="Host from hosts.yaml, or sim (the default: simulated, no GPU).")] = "sim",
     scenario: Annotated[Path | None, typer.Option(help="Scenario file of the simulated host.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as one JSON object.")] = False,
     db: Annotated[Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB or ./orchestrator.db).")] = None,
@@ -40,11 +46,23 @@ def run(
         host_config = resolve_host(host, scenario=scenario, hosts_file=hosts_file)
         matrix = one_cell_matrix(host_config, argv)
         options = SweepOptions(packed=False, settings=RunSettings(Deadlines().with_overrides(host_config.deadlines)))
+        simulated = host_config.transport == "sim"
+        if simulated:
+            # Nobody should take a simulated pass for a real one: said first, and again with the verdict.
+            console.print(SIMULATED_NOTE, markup=False, highlight=False)
         with open_store(db) as store:
-            hooks = SweepHooks(on_event=_phase_printer(console))
-            sweep_id = start_sweep(store, matrix, host_config, options, hooks)
+            hooks = SweepHooks(
+                on_event=_phase_printer(console),
+                on_signal=lambda text: console.print(text, markup=False, highlight=False),
+            )
+            try:
+                sweep_id = run_sweep(store, matrix, [host_config], options, hooks).sweep_id
+            except SweepInterrupted as exc:
+                for line in report_lines(exc, None):
+                    typer.echo(line, err=True)
+                raise typer.Exit(exc.exit_code) from None
             runs = store.runs(sweep_id)
-            payload = run_payload(store, runs[-1])
+            payload = run_payload(store, runs[-1]) | {"simulated": simulated}
     if as_json:
         typer.echo(json.dumps(payload, indent=2))
         return
@@ -104,7 +122,8 @@ def print_verdict(console: Console, payload: dict[str, Any]) -> None:
     """Human output of one run's verdict."""
     status = payload.get("status", "?")
     style = {"pass": "green", "fail": "red", "invalid": "yellow"}.get(status, "magenta")
-    console.print(f"[bold {style}]{status}[/]  phase={payload.get('phase')}  category={payload.get('category')}")
+    shown = f"{status} (simulated host)" if payload.get("simulated") else status
+    console.print(f"[bold {style}]{shown}[/]  phase={payload.get('phase')}  category={payload.get('category')}")
     if payload.get("failed_probe"):
         console.print(f"failed probe: {payload['failed_probe']}", markup=False)
     for probe in payload.get("probes", []):

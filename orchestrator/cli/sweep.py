@@ -22,19 +22,17 @@ from orchestrator.cli.root import app
 from orchestrator.cli.sweep_plan import confirm_cost, not_run_lines
 from orchestrator.cli.sweep_resume import earlier_sweeps, finished_statuses, resume_command
 from orchestrator.config.load import load_matrix
-from orchestrator.config.model import HostConfig, Matrix, effective_deadlines
-from orchestrator.errors import HostBusy
-from orchestrator.host.session import HostSession
+from orchestrator.config.model import effective_deadlines
+from orchestrator.errors import HostBusy, OrchestratorError
 from orchestrator.matrix.cost import DEFAULT_MAX_HOURS
 from orchestrator.model import Status
 from orchestrator.report.table import render
 from orchestrator.settings import parse_duration
-from orchestrator.store.sqlite import Store
+from orchestrator.sweep.engine import SweepHooks, SweepOptions, run_sweep
 from orchestrator.sweep.execute import RunSettings
-from orchestrator.sweep.interrupt import Interrupts, SweepInterrupted, report_lines
+from orchestrator.sweep.interrupt import SweepInterrupted, report_lines
 from orchestrator.sweep.preflight import Preflight
 from orchestrator.sweep.progress import SweepProgress
-from orchestrator.sweep.runner import SweepHooks, SweepOptions, resume_sweep, start_sweep
 
 
 @app.command()
@@ -114,16 +112,10 @@ def sweep(
             max_queued=max_queued,
         )
         with open_store(db) as store:
-            interrupts = Interrupts(
-                lambda: HostSession.open(host_config),
-                store,
-                grace_s=options.settings.deadlines.stop_grace,
-                gpu_release_s=options.settings.deadlines.gpu_release,
-                on_signal=lambda text: console.print(text, markup=False, highlight=False),
-            )
+            said: list[str] = []
 
             def started(sweep_id: str) -> None:
-                interrupts.started(sweep_id)
+                said.append(sweep_id)
                 console.print(
                     f"sweep {sweep_id} {'resumed' if resume else 'started'}; Ctrl-C stops it cleanly, "
                     f"and `{resume_with(sweep_id)}` finishes it",
@@ -132,42 +124,45 @@ def sweep(
                     soft_wrap=True,
                 )
 
-            with interrupts.installed():
-                try:
-                    with SweepProgress(console, retries=matrix.retries) as progress:
+            try:
+                with SweepProgress(console, retries=matrix.retries) as progress:
 
-                        def planned(preflight: Preflight) -> None:
-                            if interrupts.sweep_id and resume:
-                                # What ran before the interruption (and what re-attaching just finished) counts.
-                                progress.seed(finished_statuses(store, interrupts.sweep_id))
-                            progress.on_plan(preflight)
+                    def planned(preflight: Preflight) -> None:
+                        if said and resume:
+                            # What ran before the interruption (and what re-attaching just finished) counts.
+                            progress.seed(finished_statuses(store, said[-1]))
+                        progress.on_plan(preflight)
 
-                        hooks = SweepHooks(
-                            on_plan=planned,
-                            on_event=progress.on_event,
-                            on_result=progress.on_result,
-                            on_reattach=lambda run, alive: console.print(
-                                f"resume: run {run.run_id} was in flight; "
-                                + ("re-attaching to it" if alive else "it is gone: its cell runs again")
-                            ),
-                            on_start=started,
-                            on_cost=lambda cost: confirm_cost(console, cost, max_hours, yes, progress.paused),
-                            on_grow=progress.on_grow,
-                            on_host=lambda _name, line: console.print(line, soft_wrap=True, markup=False),
-                        )
-                        sweep_id = _run(store, matrix, hosts, host_config, resume, options, hooks)
-                except HostBusy as exc:
-                    if not exc.run_ids:
-                        raise
-                    earlier = earlier_sweeps(
-                        store, exc.run_ids, lambda sid, path: resume_with(sid, matrix=path), exc.pgids
+                    hooks = SweepHooks(
+                        on_plan=planned,
+                        on_event=progress.on_event,
+                        on_result=progress.on_result,
+                        on_reattach=lambda run, alive: console.print(
+                            f"resume: run {run.run_id} was in flight; "
+                            + ("re-attaching to it" if alive else "it is gone: its cell runs again")
+                        ),
+                        on_start=started,
+                        on_cost=lambda cost: confirm_cost(console, cost, max_hours, yes, progress.paused),
+                        on_grow=progress.on_grow,
+                        on_host=lambda _name, line: console.print(line, soft_wrap=True, markup=False),
+                        on_signal=lambda text: console.print(text, markup=False, highlight=False),
                     )
-                    raise HostBusy(f"{exc} {earlier}") from exc
-                except SweepInterrupted as exc:
-                    interrupts.settle(exc)
-                    for line in report_lines(exc, resume_with(exc.sweep_id) if exc.sweep_id else None):
-                        typer.echo(line, err=True)
-                    raise typer.Exit(exc.exit_code) from None
+                    outcome = run_sweep(store, matrix, hosts or [host_config], options, hooks, resume=resume)
+                    sweep_id = outcome.sweep_id
+            except HostBusy as exc:
+                if not exc.run_ids:
+                    raise
+                earlier = earlier_sweeps(store, exc.run_ids, lambda sid, path: resume_with(sid, matrix=path), exc.pgids)
+                raise HostBusy(f"{exc} {earlier}") from exc
+            except SweepInterrupted as exc:
+                for line in report_lines(exc, resume_with(exc.sweep_id) if exc.sweep_id else None):
+                    typer.echo(line, err=True)
+                raise typer.Exit(exc.exit_code) from None
+            except OrchestratorError as exc:
+                if said:  # the sweep's record exists: say how to finish it, whatever stopped it
+                    finish = f"sweep {said[-1]} stopped here; finish it with: {resume_with(said[-1])}"
+                    raise OrchestratorError(f"{exc}\n{finish}") from exc
+                raise
             record = store.get_sweep(sweep_id)
             results = store.cell_results(sweep_id, matrix.retries)
         print_table(console, results, record)
@@ -192,6 +187,12 @@ def sweep(
             err=True,
         )
         raise typer.Exit(1)
+    for name, why in outcome.unchecked.items():
+        typer.echo(
+            f"warning: host {name}: its servers of this sweep could not be stopped or their GPUs checked ({why}); "
+            f"once it is back, `{resume_with(sweep_id)}` stops them and reruns what it could not finish",
+            err=True,
+        )
     if record.status == "interrupted":
         skipped = sum(1 for r in results if r.status is Status.SKIPPED)
         typer.echo(
@@ -200,29 +201,6 @@ def sweep(
             err=True,
         )
         raise typer.Exit(1)
-
-
-def _run(
-    store: Store,
-    matrix: Matrix,
-    hosts: list[HostConfig],
-    host_config: HostConfig,
-    resume: str | None,
-    options: SweepOptions,
-    hooks: SweepHooks,
-) -> str:
-    """Start or resume the sweep: on one host, or on a pool of several."""
-    if resume and (len(hosts) > 1 or "pool" in store.resolve_sweep(resume).settings):
-        from orchestrator.sweep.pool import resume_pool_sweep
-
-        return resume_pool_sweep(store, resume, matrix, hosts, options, hooks)
-    if resume:
-        return resume_sweep(store, resume, matrix, host_config, options, hooks)
-    if len(hosts) > 1:
-        from orchestrator.sweep.pool import start_pool_sweep
-
-        return start_pool_sweep(store, matrix, hosts, options, hooks)
-    return start_sweep(store, matrix, host_config, options, hooks)
 
 
 def _duration_option(option: str, value: str | None) -> float:

@@ -18,8 +18,10 @@ import httpx
 
 from orchestrator.errors import ProbeError
 from orchestrator.probe.errors import (
+    AUTH_STATUSES,
     BadAnswer,
     ConnectionDropped,
+    CredentialsRefused,
     HttpStatusError,
     ProbeTimeout,
     ServerUnreachable,
@@ -55,6 +57,8 @@ def map_httpx_errors(where: str, timeout: float) -> Iterator[None]:
 
 
 def _check_status(response: httpx.Response, where: str) -> None:
+    if response.status_code in AUTH_STATUSES:
+        raise CredentialsRefused(where, response.status_code)
     if not response.is_success:
         body = response.read().decode("utf-8", "replace").strip()
         raise HttpStatusError(where, response.status_code, excerpt(body))

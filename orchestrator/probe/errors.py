@@ -13,7 +13,9 @@ the server did, not that the orchestrator failed.
 
 from __future__ import annotations
 
-from orchestrator.errors import ProbeError
+from orchestrator.errors import OrchestratorError, ProbeError
+
+AUTH_STATUSES = (401, 403)
 
 
 class ServerUnreachable(ProbeError):
@@ -39,3 +41,18 @@ class HttpStatusError(ProbeError):
 
 class BadAnswer(ProbeError):
     """A successful status, but a body that is not what SGLang sends."""
+
+
+class CredentialsRefused(OrchestratorError):
+    """The server refused the orchestrator's own credentials (HTTP 401/403).
+
+    Not a ProbeError: the server the tool launched with a key rejects the key the tool sends, which says
+    nothing about the cell (its flags, its kernels). The attempt is `infra`, never a cell's failure.
+    """
+
+    def __init__(self, where: str, status: int) -> None:
+        self.status = status
+        super().__init__(
+            f"{where}: HTTP {status}: the server refused the orchestrator's credentials (the key its probes send "
+            "is not the one it was launched with: check the api-key's variable); not a failure of the cell"
+        )

@@ -49,11 +49,14 @@ class AttemptResult:
 
 
 def launch_env(
-    host: HostConfig, matrix_env: Matrix | None, install: str | None
+    host: HostConfig, matrix_env: Matrix | None, install: str | None, environ: Mapping[str, str] = os.environ
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """(plain, secret) environment of a launch: host < install < matrix, secrets read now."""
+    """(plain, secret) environment of a launch: host < install < matrix, secrets read now.
+
+    The one place a launch's secrets are decided: a new launch, a re-attached one and a repro all ask it.
+    """
     env = {**host.env_for(install), **(matrix_env.env if matrix_env else {})}
-    return resolve_env(env, os.environ, host.secrets)
+    return resolve_env(env, environ, host.secrets)
 
 
 def build_spec(
@@ -210,9 +213,7 @@ def watch_attempt(
     return AttemptResult(cell, run_id, report.verdict, slot, report.gpus_released, tuple(report.leftover_holders))
 
 
-def _stop_unreported(
-    session: HostSession, spec: LaunchSpec, settings: RunSettings, secrets: Mapping[str, str]
-) -> None:
+def _stop_unreported(session: HostSession, spec: LaunchSpec, settings: RunSettings, secrets: Mapping[str, str]) -> None:
     # The launch may have started and lost only its reply: its pid file says so, and it must not run on.
     with contextlib.suppress(OrchestratorError):
         launch = session.launcher.recover(spec, secrets)

@@ -8,7 +8,7 @@ worst case the deadlines allow. Packing divides the wall time by the launches th
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from orchestrator.config.model import HostConfig
 from orchestrator.errors import OrchestratorError
@@ -113,3 +113,21 @@ def launch_estimate(
         return estimate(cells, durations, 0.0, parallel)
     per_cell, source = per_launch_fallback_s(host, deadlines)
     return Estimate(cells, per_cell, source, parallel)
+
+
+def plan_estimate(
+    start: Preflight,
+    proofs: Collection[str],
+    most: int | None,
+    host: HostConfig,
+    hosts: int,
+    deadlines: Deadlines,
+    history: Sequence[PastRun],
+    packed: bool,
+) -> Estimate:
+    """The wall time of what a sweep will launch (its first cells, or up to `most`), on `hosts` hosts like `host`."""
+    first = len([p for p in start.valid if p.cell.cell_id not in proofs])
+    cells = max(first, most) if most is not None else first
+    sample = [p.cell for p in start.valid] or [p.cell for p in start.plans]
+    found = launch_estimate(cells, host, deadlines, history, sample, packed)
+    return replace(found, parallel=found.parallel * max(1, hosts))

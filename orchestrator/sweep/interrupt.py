@@ -16,10 +16,12 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from types import FrameType
 
 from orchestrator.errors import OrchestratorError
 from orchestrator.host.session import HostSession
+from orchestrator.store.records import RunRecord
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.recover import recover_launch
 
@@ -39,6 +41,8 @@ class SweepInterrupted(KeyboardInterrupt):
         """Run ids whose servers were stopped."""
         self.gpus_free = True
         self.problems: list[str] = []
+        self.unchecked: dict[str, str] = {}
+        """Host -> why its servers could not be stopped or its GPUs checked."""
 
     @property
     def exit_code(self) -> int:
@@ -48,18 +52,25 @@ class SweepInterrupted(KeyboardInterrupt):
 
 @dataclass
 class Interrupts:
-    """Turns SIGINT/SIGTERM into a clean stop of one sweep; `on_signal` lets the CLI say what is happening."""
+    """Turns SIGINT/SIGTERM into a clean stop of one sweep; `on_signal` lets the CLI say what is happening.
 
-    open_session: Callable[[], HostSession]
+    Each run is stopped on the host that launched it, over a session to that host: a process group number
+    is only meaningful in its own host's process table (on another host it may be anyone's).
+    """
+
+    open_session: Callable[[str], HostSession]
+    """A new session to the host of that name (a sweep's hosts, by their hosts.yaml name)."""
     store: Store
     grace_s: float
     gpu_release_s: float
     on_signal: Callable[[str], None] = lambda _text: None
     sweep_id: str | None = None
     received: int | None = None
-    abandoned: list[str] = field(default_factory=list)
+    abandoned: list[RunRecord] = field(default_factory=list)
     _stopper: threading.Thread | None = None
     _stopping: threading.Event = field(default_factory=threading.Event)
+    _unreached: dict[str, str] = field(default_factory=dict)
+    """Host -> why it could not be reached while stopping (its runs' servers may still run)."""
 
     def started(self, sweep_id: str) -> None:
         """The sweep's record exists: from now on a signal stops its runs."""
@@ -105,54 +116,80 @@ class Interrupts:
     def _stop_in_flight(self) -> None:
         """Abandon every unfinished run of the sweep (no worker can finish it after this), then stop its group."""
         assert self.sweep_id is not None
-        with contextlib.suppress(OrchestratorError):
-            session = self.open_session()
+        by_host: dict[str, list[RunRecord]] = {}
+        for run in self.store.unfinished_runs(self.sweep_id):
             try:
-                for run in self.store.unfinished_runs(self.sweep_id):
-                    try:
-                        self.store.discard_run(run.run_id)
-                    except OrchestratorError:
-                        continue  # its worker finished it first: a verdict reached before the signal
-                    self.abandoned.append(run.run_id)
-                    if run.pgid is not None:
-                        with contextlib.suppress(OrchestratorError):
-                            session.transport.kill_group(run.pgid, self.grace_s)
-            finally:
-                session.close()
+                self.store.discard_run(run.run_id)
+            except OrchestratorError:
+                continue  # its worker finished it first: a verdict reached before the signal
+            self.abandoned.append(run)
+            by_host.setdefault(run.host, []).append(run)
+        for host, runs in by_host.items():
+            self._on_host(host, partial(self._kill_groups, runs=runs))
+
+    def _kill_groups(self, session: HostSession, *, runs: list[RunRecord]) -> None:
+        for run in runs:
+            with contextlib.suppress(OrchestratorError):
+                if run.job_id:  # a batch job: the scheduler ends it (its process group is on a node, not here)
+                    session.launcher.cancel_leftovers([run.job_id], self.grace_s)
+                elif run.pgid is not None:
+                    session.transport.kill_group(run.pgid, self.grace_s)
+
+    def _on_host(self, host: str, work: Callable[[HostSession], None]) -> bool:
+        """Run `work` over a new session to `host`; False (and the reason kept) when the host cannot be reached."""
+        try:
+            session = self.open_session(host)
+        except OrchestratorError as error:
+            self._unreached.setdefault(host, str(error))
+            return False
+        try:
+            work(session)
+            return True
+        except OrchestratorError as error:
+            self._unreached.setdefault(host, str(error))
+            return False
+        finally:
+            session.close()
 
     def settle(self, exc: SweepInterrupted) -> None:
-        """After every worker ended: stop whatever of the abandoned runs still lives, and wait for their GPUs."""
+        """After every worker ended: stop whatever of the abandoned runs still lives, and wait for their GPUs.
+
+        Host by host: a host that cannot be reached is named, and its GPUs are not called free.
+        """
         if self._stopper is not None:
             self._stopper.join()
         if self.sweep_id is None:
             return
-        try:
-            session = self.open_session()
-        except OrchestratorError as error:
-            exc.gpus_free = False
-            exc.problems.append(f"could not reach the host to check: {error}")
-            return
-        try:
-            gpus: set[int] = set()
-            for run in self.store.runs(self.sweep_id):
-                if run.run_id not in self.abandoned:
-                    continue
-                gpus.update(run.gpus)
-                # By the run directory's pid file: a launch that started after the signal has no pgid on record.
-                launch = recover_launch(session, run) if run.run_dir else None
-                if launch is not None and session.launcher.alive(launch):
-                    session.launcher.stop(launch, self.grace_s)
-                exc.stopped.append(run.run_id)
-            released, left = session.wait_gpus_released(tuple(sorted(gpus)), self.gpu_release_s)
-            if not released:
+        by_host: dict[str, list[RunRecord]] = {}
+        for run in self.abandoned:
+            by_host.setdefault(run.host, []).append(run)
+        for host, runs in by_host.items():
+            self._unreached.pop(host, None)  # tried again: it may have been only slow to answer the first stop
+            if not self._on_host(host, partial(self._settle_host, runs=runs, exc=exc)):
                 exc.gpus_free = False
-                exc.problems.append("GPUs still held: " + ", ".join(f"GPU {h.gpu_index} pid {h.pid}" for h in left))
+                exc.unchecked[host] = self._unreached.get(host, "not reached")
+        try:
             self.store.finish_sweep(self.sweep_id, "interrupted")
         except OrchestratorError as error:
+            exc.problems.append(f"the store could not record the interruption: {error}")
+
+    def _settle_host(self, session: HostSession, *, runs: list[RunRecord], exc: SweepInterrupted) -> None:
+        gpus: set[int] = set()
+        for run in runs:
+            # Read again: a launch that started after the signal has its run directory recorded since.
+            current = self.store.get_run(run.run_id)
+            gpus.update(current.gpus)
+            # By the run directory's pid file: a launch that started after the signal has no pgid on record.
+            launch = recover_launch(session, current) if current.run_dir else None
+            if launch is not None and session.launcher.alive(launch):
+                session.launcher.stop(launch, self.grace_s)
+            exc.stopped.append(run.run_id)
+        released, left = session.wait_gpus_released(tuple(sorted(gpus)), self.gpu_release_s)
+        if not released:
             exc.gpus_free = False
-            exc.problems.append(str(error))
-        finally:
-            session.close()
+            exc.problems.append(
+                f"{session.config.name}: GPUs still held: " + ", ".join(f"GPU {h.gpu_index} pid {h.pid}" for h in left)
+            )
 
 
 def report_lines(exc: SweepInterrupted, resume_command: str | None) -> list[str]:
@@ -163,6 +200,10 @@ def report_lines(exc: SweepInterrupted, resume_command: str | None) -> list[str]
     stopped = f"{len(exc.stopped)} server(s) of this sweep stopped" if exc.stopped else "no server was running"
     free = "GPUs verified free" if exc.gpus_free else "GPUs NOT verified free"
     lines.append(f"interrupted ({signal.Signals(exc.signum).name}): sweep {exc.sweep_id}; {stopped}; {free}")
+    lines.extend(
+        f"  host {host}: could not stop its servers or check its GPUs ({why}); `--resume` stops them once it is back"
+        for host, why in exc.unchecked.items()
+    )
     lines.extend(f"  {p}" for p in exc.problems)
     if resume_command:
         lines.append(f"resume with: {resume_command}")

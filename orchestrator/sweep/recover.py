@@ -13,16 +13,16 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
-from orchestrator.config.model import resolve_env
+from orchestrator.config.model import Matrix
 from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status
 from orchestrator.secret import SecretRef
 from orchestrator.store.records import UNFINISHED_STATES, RunRecord
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep.cell_run import record_unlaunched, watch_attempt
+from orchestrator.sweep.cell_run import launch_env, record_unlaunched, watch_attempt
 from orchestrator.sweep.execute import RunSettings
-from orchestrator.sweep.plan import CellPlan
+from orchestrator.sweep.plan import CellPlan, flag_secrets
 from orchestrator.sweep.preflight import Preflight, invalid_verdict
 from orchestrator.sweep.scheduler import Job
 from orchestrator.transport.shell import ShellCommand
@@ -55,6 +55,7 @@ def settle_in_flight(
     on_event: EventSink | None = None,
     *,
     host: str | None = None,
+    matrix: Matrix | None = None,
 ) -> None:
     """Follow in-flight launches still alive to their verdicts; abandon the rest, after stopping what is left.
 
@@ -78,8 +79,12 @@ def settle_in_flight(
                     gpus=launch.spec.gpus, job_id=launch.job_id,
                 )  # fmt: skip
             launch.api_key = cell_api_key(cells[run.cell_id], os.environ)
-            host_secrets = resolve_env(session.config.env_for(run.install), os.environ, session.config.secrets)[1]
-            launch.secret_values = (*host_secrets.values(), *([launch.api_key] if launch.api_key else []))
+            # The same secrets its launch had (host, install and matrix environment, secret flags), masked alike.
+            env_secrets = launch_env(session.config, matrix, run.install)[1]
+            flag_values = flag_secrets(
+                [v for v in cells[run.cell_id].flags.values() if isinstance(v, SecretRef)], os.environ
+            )
+            launch.secret_values = tuple(dict.fromkeys((*env_secrets.values(), *flag_values.values())))
             alive_ones.append((cells[run.cell_id], run.run_id, launch))
             continue
         if launch is not None:

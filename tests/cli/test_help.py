@@ -47,7 +47,7 @@ def test_root_help_lists_commands_without_loading_them() -> None:
         assert f"{name} " in text and summary[:40] in text
     loaded = {m for m in modules if m.startswith("orchestrator.cli.")}
     assert loaded == {"orchestrator.cli.root"}
-    for heavy in ("fabric", "paramiko", "httpx", "orchestrator.sweep.runner", "orchestrator.config.load"):
+    for heavy in ("fabric", "paramiko", "httpx", "orchestrator.sweep.engine", "orchestrator.config.load"):
         assert heavy not in modules
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from orchestrator.model import Category, Status
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult
-from orchestrator.sweep.runner import SweepHooks
+from orchestrator.sweep.engine import SweepHooks
 from orchestrator.sweep.scheduler import VERIFIED_FRESH_S
 from tests.faults_support import (
     Holder,

@@ -17,7 +17,7 @@ from orchestrator.model import Category, Cell, Phase, Status
 from orchestrator.store.records import RunRecord
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult
-from orchestrator.sweep.runner import SweepHooks
+from orchestrator.sweep.engine import SweepHooks
 from tests.faults_support import (
     alive,
     gpu_holders,

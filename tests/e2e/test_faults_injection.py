@@ -16,7 +16,7 @@ import pytest
 
 from orchestrator.model import Cell, Phase, Status
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep.runner import SweepHooks
+from orchestrator.sweep.engine import SweepHooks
 from tests.faults_support import (
     cli,
     reap,

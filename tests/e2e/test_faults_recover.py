@@ -19,9 +19,9 @@ from orchestrator.errors import TransportError
 from orchestrator.host.launcher import Launch, Launcher, Stopped
 from orchestrator.store.records import RunRecord
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep import recover, runner
+from orchestrator.sweep import engine, recover
+from orchestrator.sweep.engine import SweepHooks, SweepOptions, run_sweep
 from orchestrator.sweep.execute import RunSettings
-from orchestrator.sweep.runner import SweepHooks, SweepOptions, resume_sweep
 from tests.fault_harness import EXPECTED, FaultHost, sweep_in_process
 
 PASSING = "attention-backend=flashinfer, kv-cache-dtype=bf16"
@@ -57,7 +57,7 @@ def _resume(fh: FaultHost, **hooks: Any) -> str:
     with Store(fh.db) as store:
         sweep = store.latest_sweep()
         assert sweep is not None
-        return resume_sweep(store, sweep.sweep_id, matrix, config, options, SweepHooks(**hooks))
+        return run_sweep(store, matrix, [config], options, SweepHooks(**hooks), resume=sweep.sweep_id).sweep_id
 
 
 def _runs(fh: FaultHost) -> list[RunRecord]:
@@ -89,7 +89,7 @@ def test_invalid_cells_not_yet_recorded_are_recorded_on_resume(
     host: FaultHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     host.write_matrix(cells="  include: [{attention-backend: no_such_backend}]\n")
-    monkeypatch.setattr(runner, "record_invalid", _die_once(recover.record_invalid))
+    monkeypatch.setattr(engine, "record_invalid", _die_once(recover.record_invalid))
     with pytest.raises(Died):
         sweep_in_process(host)
     assert _runs(host) == []
@@ -128,7 +128,7 @@ def test_orphans_of_a_dead_orchestrator_are_reaped_as_ours_before_preflight(
     host: FaultHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _stop_fails_for(("flashinfer", "bf16"), monkeypatch)
-    monkeypatch.setattr(runner, "reap_orphans", _die_once(recover.reap_orphans))
+    monkeypatch.setattr(engine, "reap_orphans", _die_once(recover.reap_orphans))
     with pytest.raises(Died):  # dies at the end, before it could end the server it failed to stop
         sweep_in_process(host)
     (orphan,) = [r for r in _runs(host) if r.verdict and r.verdict.status.value == "infra"]
@@ -137,11 +137,11 @@ def test_orphans_of_a_dead_orchestrator_are_reaped_as_ours_before_preflight(
     reaped: list[int] = []
     real_reap = recover.reap_orphans
 
-    def recording_reap(*args: Any) -> list[int]:
-        reaped.extend(real_reap(*args))
+    def recording_reap(*args: Any, **kwargs: Any) -> list[int]:
+        reaped.extend(real_reap(*args, **kwargs))
         return reaped
 
-    monkeypatch.setattr(runner, "reap_orphans", recording_reap)
+    monkeypatch.setattr(engine, "reap_orphans", recording_reap)
     _resume(host)
     assert reaped == [orphan.pgid]
     assert host.table()[PASSING][0] == "infra"

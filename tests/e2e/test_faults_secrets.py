@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from orchestrator.cli import app
 from orchestrator.model import Cell, Phase
 from orchestrator.sweep.cell_run import AttemptResult
-from orchestrator.sweep.runner import SweepHooks
+from orchestrator.sweep.engine import SweepHooks
 from tests.faults_support import (
     cli,
     group_members,

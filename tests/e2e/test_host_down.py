@@ -14,8 +14,8 @@ import pytest
 from orchestrator.config.model import effective_deadlines
 from orchestrator.model import Cell, Phase, Status
 from orchestrator.store.sqlite import Store
+from orchestrator.sweep.engine import SweepHooks, SweepOptions, run_sweep
 from orchestrator.sweep.execute import RunSettings
-from orchestrator.sweep.runner import SweepHooks, SweepOptions, start_sweep
 from tests.fault_harness import EXPECTED, FaultHost
 from tests.sshd_host import SshdHost
 
@@ -35,7 +35,7 @@ def _sweep(fh: FaultHost, on_event: object, wait_for_host_s: float = 0.0) -> tup
     )  # fmt: skip
     hooks = SweepHooks(on_event=on_event, on_host=lambda _name, line: said.append(line))  # type: ignore[arg-type]
     with Store(fh.db) as store:
-        return start_sweep(store, matrix, host, options, hooks), said
+        return run_sweep(store, matrix, [host], options, hooks).sweep_id, said
 
 
 def test_a_host_that_dies_mid_sweep_makes_its_remaining_cells_infra_within_seconds(

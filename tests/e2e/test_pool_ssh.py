@@ -21,9 +21,8 @@ from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
 from orchestrator.model import Status
 from orchestrator.store.sqlite import Store
+from orchestrator.sweep.engine import SweepHooks, SweepOptions, run_sweep
 from orchestrator.sweep.execute import RunSettings
-from orchestrator.sweep.pool import start_pool_sweep
-from orchestrator.sweep.runner import SweepHooks, SweepOptions
 from tests.fault_harness import FaultHost, cli_env
 from tests.paths import REPO
 from tests.sshd_host import SshdHost, login_user
@@ -98,10 +97,10 @@ def test_a_pool_sweep_carries_on_when_one_host_dies(two_sshd: tuple[SshdHost, Ss
     try:
         with Store(tmp_path / "orchestrator.db") as store:
             started = time.monotonic()
-            sweep_id = start_pool_sweep(
+            sweep_id = run_sweep(
                 store, matrix, [hosts["a"], hosts["b"]], options,
                 SweepHooks(on_host=lambda _host, line: said.append(line)),
-            )  # fmt: skip
+            ).sweep_id  # fmt: skip
             ended = time.monotonic()
             results = store.cell_results(sweep_id)
             runs = store.runs(sweep_id)

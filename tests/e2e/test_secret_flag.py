@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from orchestrator.cli import app
 from orchestrator.model import Cell, Phase
-from orchestrator.sweep.runner import SweepHooks
+from orchestrator.sweep.engine import SweepHooks
 from tests.e2e.test_faults_secrets import leaks
 from tests.faults_support import cli, reap, run_sweep, write_hosts, write_matrix, write_scenario
 from tests.sshd_host import SshdHost

@@ -21,8 +21,8 @@ from orchestrator.store.results import aggregate
 from orchestrator.store.schema import SCHEMA_VERSION
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.hostdown import HostWatch
+from orchestrator.sweep.lanes import Member, laned, pool_lanes
 from orchestrator.sweep.plan import CellPlan
-from orchestrator.sweep.pool import Member, laned, pool_lanes
 from orchestrator.sweep.preflight import Preflight
 from orchestrator.transport import HostBreaker
 from tests.analysis.test_inputs import cell, view

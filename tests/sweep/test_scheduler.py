@@ -30,9 +30,9 @@ from orchestrator.model import Status
 from orchestrator.sim import gpu_state
 from orchestrator.store.records import RunRecord
 from orchestrator.store.sqlite import Store
+from orchestrator.sweep.engine import SweepHooks, SweepOptions, run_sweep
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.preflight import Preflight
-from orchestrator.sweep.runner import SweepHooks, SweepOptions, start_sweep
 from orchestrator.sweep.scheduler import VERIFIED_FRESH_S
 from tests.simhost import random_port_base
 
@@ -138,7 +138,7 @@ def _sweep(
     sampler.start()
     try:
         with Store(tmp_path / "store.db") as store:
-            sweep_id = start_sweep(store, matrix, host, options, hooks or SweepHooks())
+            sweep_id = run_sweep(store, matrix, [host], options, hooks or SweepHooks()).sweep_id
             runs = store.runs(sweep_id)
     finally:
         watch.stop()

@@ -1,0 +1,385 @@
+"""The one sweep engine: `sweep`, `sweep --resume` and `run` differ only in where their cells come from.
+
+A sweep holds each of its hosts (connection, lock, preflight; a single host is a pool of one), plans
+through the strategy (full, pairwise, adaptive), leaves out the cells past sweeps proved bad, asks the
+cost question, opens its record, runs the lanes, localises failures (adaptive), reaps what a failed
+stop left behind, and finishes. A resume first settles what was in flight on each host (re-attach or
+abandon) and goes on from the store. SIGINT/SIGTERM stop exactly this sweep's servers, each on the host
+that launched it (sweep/interrupt.py), and unwind as SweepInterrupted for the caller to report.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from orchestrator.config.model import HostConfig, Matrix
+from orchestrator.errors import OrchestratorError, TransportError
+from orchestrator.host.session import HostSession
+from orchestrator.matrix.cost import Estimate, Strategy, default_strategy
+from orchestrator.matrix.expand import expand
+from orchestrator.model import Cell
+from orchestrator.store.records import SweepRecord, new_sweep_id
+from orchestrator.store.sqlite import Store
+from orchestrator.sweep.agreement import review_answers
+from orchestrator.sweep.costing import LaunchCost, plan_estimate
+from orchestrator.sweep.hostdown import HostWatch
+from orchestrator.sweep.interrupt import Interrupts, SweepInterrupted
+from orchestrator.sweep.known_bad import Proof
+from orchestrator.sweep.lanes import Lane, LaneRun, Member, each, join_hosts, laned, run_lanes
+from orchestrator.sweep.options import SweepHooks, SweepOptions, SweepOutcome, check_launch_secrets, sweep_settings
+from orchestrator.sweep.plan_steps import Launcher, adapt, adaptive_budget, proofs_for
+from orchestrator.sweep.preflight import Preflight, run_preflight
+from orchestrator.sweep.recover import (
+    finished_runs,
+    jobs_left,
+    our_pgids,
+    reap_orphans,
+    record_invalid,
+    settle_in_flight,
+)
+from orchestrator.sweep.scheduler import EventSink, Job, Scheduler
+from orchestrator.sweep.strategy import starting_cells
+from orchestrator.transport import HostBreaker
+
+
+def run_sweep(
+    store: Store,
+    matrix: Matrix,
+    hosts: Sequence[HostConfig],
+    options: SweepOptions,
+    hooks: SweepHooks,
+    *,
+    resume: str | None = None,
+) -> SweepOutcome:
+    """Run a new sweep of `matrix` on `hosts` (or finish the sweep `resume`); raises SweepInterrupted on a signal."""
+    by_name = {h.name: h for h in hosts}
+
+    def open_session(name: str) -> HostSession:
+        if name not in by_name:
+            raise OrchestratorError(f"host {name} is not among this command's hosts ({', '.join(by_name)})")
+        return HostSession.open(by_name[name])
+
+    deadlines = options.settings.deadlines
+    interrupts = Interrupts(open_session, store, deadlines.stop_grace, deadlines.gpu_release, hooks.on_signal)
+    started = hooks.on_start
+
+    def on_start(sweep_id: str) -> None:
+        interrupts.started(sweep_id)
+        started(sweep_id)
+
+    hooks = replace(hooks, on_start=on_start)
+    with interrupts.installed():
+        try:
+            if resume is not None:
+                return _resume(store, resume, matrix, hosts, options, hooks)
+            return _start(store, matrix, hosts, options, hooks)
+        except SweepInterrupted as exc:
+            interrupts.settle(exc)
+            raise
+
+
+def _start(
+    store: Store, matrix: Matrix, hosts: Sequence[HostConfig], options: SweepOptions, hooks: SweepHooks
+) -> SweepOutcome:
+    cells = expand(matrix)
+    check_launch_secrets(hosts, matrix, cells, os.environ)  # seconds, before any host is asked anything
+    sweep_id = new_sweep_id()
+    members = [Member(h, HostBreaker(h.name)) for h in hosts]
+    try:
+        lanes = join_hosts(members, cells, sweep_id, hooks.on_host)
+        strategy = options.strategy or default_strategy(len(cells))
+        by_default, options = options.strategy is None, replace(options, strategy=strategy)
+        first = lanes[0].first.preflight
+        assert first is not None
+        keep = {c.cell_id for c in starting_cells(strategy, [p.cell for p in first.valid])}
+        starts: dict[str, Preflight] = {}
+        proofs: dict[str, dict[str, Proof]] = {}
+        for lane in lanes:
+            own = lane.first.preflight
+            assert own is not None
+            plans = [replace(p, cell=laned(p.cell, lane.name)) for p in own.plans]
+            lane.preflight = replace(own, plans=plans)
+            chosen = [p for base, p in zip(own.plans, plans, strict=True) if base.cell.cell_id in keep or not p.ok]
+            starts[lane.name] = replace(own, plans=chosen)
+            proofs[lane.name] = proofs_for(store, lane.first.name, lane.preflight, options.retry_known_bad, sweep_id)
+        lane0 = lanes[0].preflight
+        assert lane0 is not None
+        budget = None
+        if strategy == "adaptive":
+            budget = adaptive_budget(options.budget, len(cells), lane0, starts[lanes[0].name])
+        start = _joined(lanes, starts)
+        every = sum(len(lane.preflight.plans) for lane in lanes if lane.preflight is not None)
+        all_proofs = {k: v for by_lane in proofs.values() for k, v in by_lane.items()}
+        room = None if budget is None else budget * len(lanes)
+        estimate = _estimate(store, lanes, options, start, all_proofs, room)
+        hooks.on_cost(LaunchCost.of(every, strategy, by_default, start, all_proofs, room, estimate))
+        settings = sweep_settings(matrix, lanes[0].first.config, options, lanes[0].first.config.scenario)
+        settings["matrix_cells"] = every
+        if budget is not None:
+            settings["budget"] = budget
+        hooks.on_plan(start)
+        store.create_sweep(_record(sweep_id, matrix, members, lanes, settings))
+        store.save_cells(sweep_id, [p.cell for p in start.plans], "matrix" if strategy == "full" else "covering")
+        hooks.on_start(sweep_id)
+        for lane in lanes:
+            for plan in starts[lane.name].invalid:
+                record_invalid(store, sweep_id, lane.first.name, plan)
+        stopped = _run(store, sweep_id, matrix, options, hooks, lanes, proofs, starts, budget)
+        return _finish(store, sweep_id, options, members, stopped)
+    finally:
+        for member in members:
+            member.leave()
+
+
+def _resume(
+    store: Store, ref: str, matrix: Matrix, hosts: Sequence[HostConfig], options: SweepOptions, hooks: SweepHooks
+) -> SweepOutcome:
+    """Finish an interrupted sweep: each host settles the runs that were on it, then what is left runs.
+
+    With a fuller strategy than the sweep's own (`--strategy full` on a pairwise or adaptive sweep),
+    the matrix's cells it did not run are added and run too; an adaptive sweep goes on localising.
+    """
+    record = store.resolve_sweep(ref)
+    sweep_id = record.sweep_id
+    stored: Strategy = record.settings.get("strategy") or "full"
+    strategy = options.strategy or stored
+    options = replace(options, strategy=strategy)
+    cells = store.get_cells(sweep_id)
+    # Every secret the launches and the re-attached servers need, before any run is touched.
+    check_launch_secrets(hosts, matrix, cells, os.environ)
+    if matrix.text != record.matrix_yaml:
+        hooks.on_host("", (
+            f"note: {matrix.path} changed since sweep {sweep_id} started; its cells stay the ones it stored "
+            "(the file's deadlines, probes, retries and environment apply from now on)"
+        ))  # fmt: skip
+    recorded: dict[str, list[str]] = record.settings.get("lanes") or {"": [h.name for h in hosts]}
+    members = [Member(h, HostBreaker(h.name)) for h in hosts]
+    try:
+        store.reopen_sweep(sweep_id)
+        hooks.on_start(sweep_id)
+        each(members, lambda m: _rejoin(store, m, sweep_id, matrix, options, hooks))
+        ready = [m for m in members if m.session is not None and m.error is None]
+        if not ready:
+            raise next(m.error for m in members if m.error is not None)
+        done = finished_runs(store, sweep_id)
+        lanes: list[Lane] = []
+        starts: dict[str, Preflight] = {}
+        proofs: dict[str, dict[str, Proof]] = {}
+        owed_all: list[Preflight] = []
+        fills: dict[str, list[Cell]] = {}
+        budget: int | None = None
+        spent = 0
+        whole_size = 0
+        for name, names in recorded.items():
+            mine = [c for c in cells if (c.host or "") == name]
+            lane_members = [m for m in ready if m.name in names or (len(recorded) == 1 and name == "")]
+            if not lane_members or not mine:
+                continue  # no host of this lane is back: its cells keep what they have (resume again with it)
+            first = lane_members[0]
+            assert first.session is not None
+            whole = [laned(c, name) for c in expand(matrix)] if strategy != "pairwise" else []
+            whole_size = max(whole_size, len(whole))
+            ids = {c.cell_id for c in mine}
+            fill = [c for c in whole if c.cell_id not in ids] if strategy == "full" and stored != "full" else []
+            everything = mine + [c for c in whole if c.cell_id not in ids]
+            full = run_preflight(first.session, everything, our_pgids=our_pgids(store, sweep_id, first.name))
+            keep = ids | {c.cell_id for c in fill}
+            lane = Lane(name, ("", ""), lane_members, preflight=full)
+            preflight = replace(full, plans=[p for p in full.plans if p.cell.cell_id in keep])
+            proofs[name] = proofs_for(store, first.name, full, options.retry_known_bad, sweep_id)
+            jobs = jobs_left(store, sweep_id, preflight, options.retries)
+            starts[name] = replace(preflight, plans=[j.plan for j in jobs] + preflight.invalid)
+            owed_all.append(replace(preflight, plans=[j.plan for j in jobs]))
+            fills[name] = fill
+            spent += _launched(store, sweep_id, full, proofs[name])
+            if strategy == "adaptive" and budget is None:
+                given = options.budget or record.settings.get("budget")
+                budget = adaptive_budget(given, len(whole) or len(mine), full, preflight)
+            for plan in preflight.invalid:
+                if plan.cell.cell_id not in done:
+                    record_invalid(store, sweep_id, first.name, plan)
+            lanes.append(lane)
+        if not lanes:
+            raise OrchestratorError(
+                f"no host of sweep {sweep_id} is back ({', '.join(m.name for m in members)}): nothing can go on"
+            )
+        owed = _joined_plans(owed_all)
+        all_proofs = {k: v for by_lane in proofs.values() for k, v in by_lane.items()}
+        room = None if budget is None else max(0, budget * len(lanes) - spent) + len(owed.valid)
+        estimate = _estimate(store, lanes, options, owed, all_proofs, room)
+        size = int(record.settings.get("matrix_cells") or whole_size or len(cells))
+        try:
+            # Asked before the plan grows in the store: a refused fill leaves the sweep as it was.
+            hooks.on_cost(LaunchCost.of(size, strategy, False, owed, all_proofs, room, estimate))
+        except BaseException:
+            if record.status != "running":
+                store.finish_sweep(sweep_id, record.status, record.ended_at)
+            raise
+        why = f"--strategy full: the cells the {stored} sweep did not run"
+        for fill in fills.values():
+            hooks.on_grow(store.add_cells(sweep_id, fill, "fill"), why)
+        if strategy != stored:
+            store.update_sweep_settings(sweep_id, {"strategy": strategy})
+        if budget is not None and budget != record.settings.get("budget"):
+            store.update_sweep_settings(sweep_id, {"budget": budget})
+        hooks.on_plan(_joined_plans(list(starts.values())))
+        stopped = _run(store, sweep_id, matrix, options, hooks, lanes, proofs, starts, budget, resumed=True)
+        return _finish(store, sweep_id, options, members, stopped)
+    finally:
+        for member in members:
+            member.leave()
+
+
+def _rejoin(
+    store: Store, member: Member, sweep_id: str, matrix: Matrix, options: SweepOptions, hooks: SweepHooks
+) -> None:
+    """Connect, take the lock again, and settle this host's runs that were in flight (re-attach or abandon)."""
+    try:
+        session = member.hold(sweep_id)
+        settle_in_flight(
+            store, session, member.open_session, sweep_id, options.settings, hooks.on_reattach, hooks.on_event,
+            host=member.name, matrix=matrix,
+        )  # fmt: skip
+        # Before preflight, whose check for foreign GPU holders would take these for strangers'.
+        reap_orphans(store, session, sweep_id, options.settings.deadlines.stop_grace, host=member.name)
+    except OrchestratorError as exc:
+        member.error = exc
+        hooks.on_host(member.name, f"host {member.name} left out of the resumed sweep: {exc}")
+        member.leave()
+
+
+def _run(
+    store: Store,
+    sweep_id: str,
+    matrix: Matrix,
+    options: SweepOptions,
+    hooks: SweepHooks,
+    lanes: list[Lane],
+    proofs: dict[str, dict[str, Proof]],
+    starts: dict[str, Preflight],
+    budget: int | None,
+    *,
+    resumed: bool = False,
+) -> bool:
+    """Run the first cells of every lane together, then (adaptive) each lane's localisation; True when stopped."""
+
+    def scheduler(member: Member, pooled: bool, watch: HostWatch) -> Scheduler:
+        assert member.session is not None
+        session = member.session
+        return Scheduler(
+            store, lambda: session.for_worker(member.breaker), session, sweep_id, options.settings, options.retries,
+            packed=options.packed, matrix=matrix, on_event=hooks.on_event, on_result=hooks.on_result,
+            stop_on_infra=options.on_infra == "stop", watch=watch, shared=pooled, max_queued=options.max_queued,
+        )  # fmt: skip
+
+    lane_run = LaneRun(store, sweep_id, scheduler, options.wait_for_host_s, hooks.on_host, hooks.on_result)
+
+    def launcher(lane: Lane, *, now: bool) -> Launcher:
+        def queue(jobs: list[Job]) -> bool:
+            lane.queue.extend(jobs)
+            return run_lanes(lane_run, [lane]) if now else False
+
+        return Launcher(store, sweep_id, lane.first.name, hooks.on_result, proofs[lane.name], queue)
+
+    for lane in lanes:
+        jobs = [Job(p, 1) for p in starts[lane.name].valid]
+        if resumed:
+            jobs = jobs_left(store, sweep_id, starts[lane.name], options.retries)
+        launcher(lane, now=False)(jobs)
+    stopped = run_lanes(lane_run, lanes)
+    if options.strategy == "adaptive" and budget is not None:
+        for lane in lanes:
+            if stopped or lane.preflight is None:
+                break
+            run = launcher(lane, now=True)
+            stopped = adapt(store, sweep_id, matrix.retries, lane.preflight, budget, run, hooks.on_grow)
+    return stopped
+
+
+def _finish(store: Store, sweep_id: str, options: SweepOptions, members: list[Member], stopped: bool) -> SweepOutcome:
+    outcome = SweepOutcome(sweep_id)
+    for member in members:
+        if member.session is None:
+            continue
+        try:
+            # A launch whose stop failed (host unreachable at the time) must not outlive the sweep.
+            reap_orphans(store, member.session, sweep_id, options.settings.deadlines.stop_grace, host=member.name)
+        except TransportError as exc:
+            if member.breaker.tripped is None:
+                raise
+            outcome.unchecked[member.name] = str(exc)
+    for member in members:
+        trip = member.breaker.tripped
+        if trip is not None and member.name not in outcome.unchecked:
+            outcome.unchecked[member.name] = f"down since the sweep ran: {trip.reason}"
+    # Only across the whole sweep does an answer that reads well show as wrong: it disagrees with the rest.
+    review_answers(store, sweep_id, options.settings.probes)
+    store.finish_sweep(sweep_id, "interrupted" if stopped else "done", time.time())
+    return outcome
+
+
+def _estimate(
+    store: Store,
+    lanes: Sequence[Lane],
+    options: SweepOptions,
+    start: Preflight,
+    proofs: Mapping[str, Proof],
+    most: int | None,
+) -> Estimate:
+    host = lanes[0].first.config
+    hosts = sum(len(lane.members) for lane in lanes)
+    return plan_estimate(start, proofs, most, host, hosts, options.settings.deadlines, store.host_history(host.name),
+                         options.packed)  # fmt: skip
+
+
+def _joined(lanes: Sequence[Lane], starts: Mapping[str, Preflight]) -> Preflight:
+    """One preflight of every lane's chosen cells (the first lane's facts), as the plan is shown and stored."""
+    return _joined_plans([starts[lane.name] for lane in lanes])
+
+
+def _joined_plans(parts: Sequence[Preflight]) -> Preflight:
+    return replace(parts[0], plans=[p for part in parts for p in part.plans])
+
+
+def _launched(store: Store, sweep_id: str, preflight: Preflight, proofs: Mapping[str, Proof]) -> int:
+    """Cells of the sweep that cost a launch: valid ones, less the known-bad ones skipped."""
+    valid = {p.cell.cell_id for p in preflight.valid}
+    return len([c for c in store.get_cells(sweep_id) if c.cell_id in valid and c.cell_id not in proofs])
+
+
+def _record(
+    sweep_id: str, matrix: Matrix, members: list[Member], lanes: list[Lane], settings: dict[str, Any]
+) -> SweepRecord:
+    first = lanes[0].first
+    assert first.preflight is not None
+    facts = dict(first.preflight.host_facts)
+    if len(members) > 1:
+        settings = settings | {
+            "pool": [m.config.to_dict() for m in members],
+            "lanes": {lane.name: [m.name for m in lane.members] for lane in lanes},
+        }
+        facts["pool"] = {
+            m.name: m.preflight.host_facts | {"sglang": m.preflight.versions.get("sglang")}
+            for m in members
+            if m.preflight is not None
+        }
+    return SweepRecord(
+        sweep_id=sweep_id, name=matrix.name, host=",".join(m.name for m in members), matrix_yaml=matrix.text,
+        matrix_path=matrix.path, started_at=time.time(), host_facts=facts, versions=first.preflight.versions,
+        settings=settings,
+    )  # fmt: skip
+
+
+__all__ = [
+    "EventSink",
+    "SweepHooks",
+    "SweepInterrupted",
+    "SweepOptions",
+    "SweepOutcome",
+    "check_launch_secrets",
+    "run_sweep",
+]
