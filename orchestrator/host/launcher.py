@@ -14,12 +14,15 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from orchestrator.errors import LaunchError
 from orchestrator.secret import SecretRef
 from orchestrator.transport.base import CommandResult, Transport
 from orchestrator.transport.shell import quote
 
 API_KEY_FLAGS = ("--api-key",)
 """SGLang's flag whose value its HTTP API then demands as `Authorization: Bearer <key>` (all but /health*)."""
+MAX_ARG_BYTES = 131071
+"""Linux's MAX_ARG_STRLEN (32 pages) less the NUL: exec refuses a longer argument or NAME=value with E2BIG."""
 
 
 @dataclass(frozen=True)
@@ -154,12 +157,20 @@ class Launcher:
     def start(self, spec: LaunchSpec, secrets: Mapping[str, str]) -> Launch:
         """Launch `cmd.sh` detached in its own session; the exit status lands in `exit_code`."""
         began = time.monotonic()
+        too_long = oversized_words(spec, secrets)
+        if too_long:
+            # The exec in cmd.sh would fail with E2BIG, leaving only bash's one line in the log (exit 126).
+            raise LaunchError(
+                f"Argument list too long (E2BIG): {'; '.join(too_long)}; Linux refuses any single argument or "
+                f"environment entry over {MAX_ARG_BYTES + 1} bytes (128 KiB), so the server cannot be started "
+                "with it (fix: give the flag a shorter value, e.g. a file path if it accepts one)"
+            )
         self.prepare(spec)
         prepared = time.monotonic()
         cmd_sh = posixpath.join(spec.run_dir, "cmd.sh")
         # The wrapper shell leads the process group and outlives the server only to record how it
         # ended; a server stopped by us takes the wrapper with it, so `exit_code` means "died by itself".
-        command = f"bash {quote(cmd_sh)}; echo $? > {quote(spec.exit_code_path)}"
+        command = f"bash {quote(cmd_sh)}; code=$?; umask 077; echo $code > {quote(spec.exit_code_path)}"
         pgid = self.transport.start_detached(
             command, spec.log_path, spec.pid_path, cwd=spec.run_dir, secrets=dict(secrets)
         )
@@ -211,6 +222,25 @@ class Launcher:
 
     def abandon(self) -> None:
         """The orchestrator is interrupted: end what only it could end (a batch job); launches of ours resume."""
+
+
+def oversized_words(spec: LaunchSpec, secrets: Mapping[str, str]) -> list[str]:
+    """What exec would refuse in the launch: `--flag: value of N bytes` for each word or env entry over the limit."""
+    found = []
+    previous = ""
+    for word in spec.argv:
+        text = secrets.get(word.name, "") if isinstance(word, SecretRef) else word
+        size = len(text.encode("utf-8", "surrogateescape"))
+        if size > MAX_ARG_BYTES:
+            # A secret is named by its variable, never shown.
+            shown = word.shell_ref() if isinstance(word, SecretRef) else f"{text[:40]!r}..."
+            what = f"the value of {previous}" if previous.startswith("-") else f"argument {shown}"
+            found.append(f"{what} is {size} bytes")
+        previous = "" if isinstance(word, SecretRef) else text
+    env = {**spec.env, **{n: secrets.get(n, "") for n in spec.secret_names}}
+    found += [f"environment variable {name} is {len(f'{name}={value}'.encode())} bytes" for name, value in
+              env.items() if len(f"{name}={value}".encode("utf-8", "surrogateescape")) > MAX_ARG_BYTES]  # fmt: skip
+    return found
 
 
 def api_key_of(spec: LaunchSpec, secrets: Mapping[str, str]) -> str | None:

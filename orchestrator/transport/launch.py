@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 # $1 cwd, $2 log dir, $3 log, $4 pid dir, $5 pid file, $6 command.
 # A secret stream cut short (no blank line) aborts: launching without the secrets would fail later
 # in a confusing way. `printf` is a builtin, so encoded secrets never reach an argv either.
+# The directories, the log and the pid file are made private (umask 077): a server's log may echo its API key.
+# The job itself runs with the login's own umask, so the caches it shares with other jobs stay as they were.
 _SCRIPT = r"""ok=
 while IFS= read -r line; do
   [ -z "$line" ] && { ok=1; break; }
@@ -41,9 +43,11 @@ while IFS= read -r line; do
 done
 [ -n "$ok" ] || exit 98
 cd -- "$1" || exit 96
+mask=$(umask); umask 077
 { [ -d "$2" ] && [ -d "$4" ]; } || mkdir -p -- "$2" "$4" || exit 94
 (set -C; : > "$5") 2>/dev/null || { [ -e "$5" ] && exit 95; exit 94; }
 : >> "$3" || exit 94
+umask "$mask"
 pid=$(setsid nohup sh -c 'echo $$ > "$1" && echo $$ && exec sh -c "$2" >> "$3" 2>&1' orchestrator-job \
   "$5" "$6" "$3" < /dev/null 2>> "$3" &)
 [ -n "$pid" ] || exit 94

@@ -77,7 +77,7 @@ class LocalTransport(Transport):
         payload = data.encode() if isinstance(data, str) else data
         parent = os.path.dirname(path) or "."
         with map_transport_errors(f"local: write {path}"):
-            os.makedirs(parent, exist_ok=True)
+            _make_private_dirs(parent)
             fd, tmp = tempfile.mkstemp(dir=parent, prefix=".orch-write.")
             try:
                 with os.fdopen(fd, "wb") as f:
@@ -95,3 +95,17 @@ class LocalTransport(Transport):
     def describe(self) -> str:
         """`local`."""
         return "local"
+
+
+def _make_private_dirs(directory: str) -> None:
+    """`mkdir -p` whose new directories are 0700 (os.makedirs gives its mode to the last one only)."""
+    missing: list[str] = []
+    while directory and not os.path.isdir(directory):
+        missing.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    for each in reversed(missing):
+        with suppress(FileExistsError):  # made meanwhile by another writer
+            os.mkdir(each, 0o700)

@@ -28,8 +28,9 @@ PREFETCH_MIN_BYTES = 1 << 20
 """Past this, SFTP reads are pipelined instead of one 32 KiB round trip at a time."""
 PIPELINE_MIN_BYTES = 1 << 16
 """From this size, writes are pipelined (not one acknowledged round trip per 32 KiB)."""
-# $1 dir, $2 mode (octal), $3 path: a temp file in the same directory, then an atomic rename.
-_WRITE = """mkdir -p -- "$1" && t=$(mktemp "$1/.orch-write.XXXXXX") || exit 1
+# $1 dir, $2 mode (octal), $3 path: a temp file in the same directory, then an atomic rename. Directories it
+# creates are private (0700), as `_make_dirs` makes them: run directories hold logs that may echo a secret.
+_WRITE = """(umask 077 && mkdir -p -- "$1") && t=$(mktemp "$1/.orch-write.XXXXXX") || exit 1
 if cat > "$t" && chmod "$2" "$t" && mv -f -- "$t" "$3"; then exit 0; fi
 rm -f -- "$t"; exit 1"""
 _MISSING = 3
@@ -142,7 +143,7 @@ def sftp_write(sftp: paramiko.SFTPClient, path: str, payload: bytes, mode: int) 
 
 
 def _make_dirs(sftp: paramiko.SFTPClient, directory: str) -> None:
-    """`mkdir -p` over SFTP: create each missing directory from the first that exists."""
+    """`mkdir -p` over SFTP: create each missing directory (0700) from the first that exists."""
     missing: list[str] = []
     while directory not in ("", "/", "."):
         try:
@@ -153,7 +154,7 @@ def _make_dirs(sftp: paramiko.SFTPClient, directory: str) -> None:
             directory = posixpath.dirname(directory)
     for each in reversed(missing):
         try:
-            sftp.mkdir(each)
+            sftp.mkdir(each, mode=0o700)
         except OSError:
             sftp.stat(each)  # made meanwhile by somebody else is fine; anything else raises here
 

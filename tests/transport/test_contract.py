@@ -229,6 +229,21 @@ def test_write_file_is_atomic_and_creates_parents(transport: Transport, tmp_path
     transport.write_file(str(path), b"")
     assert path.read_bytes() == b""
     assert sorted(p.name for p in path.parent.iterdir()) == ["cmd.sh"]  # no temp file left behind
+    # Directories it had to make are private: a run directory's log may echo a secret (issue 33).
+    assert [(d.stat().st_mode & 0o777) for d in (tmp_path / "a", path.parent)] == [0o700, 0o700]
+
+
+def test_start_detached_makes_its_directories_and_files_private(
+    transport: Transport, tmp_path: Path, groups: list[int]
+) -> None:
+    run_dir = tmp_path / "runs" / "r-1"
+    log, pid_file = run_dir / "server.log", run_dir / "pid"
+    pid = transport.start_detached("umask; echo up", str(log), str(pid_file), cwd=str(tmp_path))
+    groups.append(pid)
+    _wait_for(lambda: b"up" in log.read_bytes())
+    modes = [p.stat().st_mode & 0o777 for p in (tmp_path / "runs", run_dir, log, pid_file)]
+    assert modes == [0o700, 0o700, 0o600, 0o600]
+    assert log.read_text().split()[0] != "0077"  # the job keeps the login's own umask (its caches stay shared)
 
 
 def test_group_alive_ignores_zombies_and_dead_groups(transport: Transport) -> None:
