@@ -61,7 +61,8 @@ class LocalTransport(Transport):
                 with open(path, "rb") as f:
                     f.seek(offset)
                     return f.read(-1 if length is None else length)
-            except FileNotFoundError:
+            except (FileNotFoundError, ProcessLookupError):
+                # ESRCH: a /proc/<pid> file whose process exited between the open and the read is gone, too.
                 return b""
 
     def file_size(self, path: str) -> int | None:

@@ -92,3 +92,19 @@ def test_proc_stat_read_racing_the_exit_is_missing_not_a_lost_connection(
         monkeypatch.undo()
         assert t.read_range(f"/proc/{proc.pid}/stat", 0, 4096) == b""
         assert t.run("echo still").text == "still\n" and t.connection_epoch == 1
+
+
+def test_local_proc_stat_read_racing_the_exit_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    proc = subprocess.Popen(["sleep", "60"])
+    real_open = open
+
+    def open_then_exit(path: str, *args: Any, **kwargs: Any) -> Any:
+        handle = real_open(path, *args, **kwargs)
+        if path == f"/proc/{proc.pid}/stat":
+            proc.kill()
+            proc.wait()
+        return handle
+
+    monkeypatch.setattr("builtins.open", open_then_exit)
+    with open_transport("local") as t:
+        assert t.read_range(f"/proc/{proc.pid}/stat", 0, 4096) == b""
