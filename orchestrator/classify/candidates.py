@@ -67,10 +67,15 @@ def candidates(evidence: Evidence) -> list[Candidate]:
     activity = last_activity_line_no(evidence)
     found: list[Candidate] = []
     covered: set[int] = set()
+    follow_ups = {h.line.line_no for h in evidence.hits if h.signature in BY_ID and BY_ID[h.signature].generic}
     for hit in evidence.hits:
         cand = _from_hit(evidence, hit)
         if cand is None or _survived(cand, ready, activity):
             continue
+        tb = cand.traceback
+        if hit.signature == "traceback" and tb is not None and tb.exception_line is not None \
+                and tb.exception_line.line_no in follow_ups:
+            continue  # the header of a traceback that ends in a follow-up says no more than the follow-up
         found.append(cand)
         if not cand.generic and cand.specificity >= TRACEBACK_EXCEPTION_SPECIFICITY:
             covered.add(hit.line.line_no)
@@ -79,6 +84,10 @@ def candidates(evidence: Evidence) -> list[Candidate]:
         if line is None or line.line_no in covered:
             continue
         cand = _from_traceback(tb, line)
+        if line.line_no in follow_ups and cand.category is Category.PYTHON_EXCEPTION_OTHER:
+            # `RuntimeError: Engine core initialization failed. See root cause above`: a follow-up raised as an
+            # exception says no more than the follow-up's own row, which already stands for the line.
+            continue
         if not _survived(cand, ready, activity):
             found.append(cand)
     return found

@@ -143,6 +143,11 @@ def root_cause(evidence: Evidence) -> Cause | None:
         return None
     found.sort(key=lambda c: (c.rank(), ts_key(c.line.ts), c.line.line_no))
     best = found[0]
+    if best.signature is not None and best.signature.wraps:
+        # A wrapper (`Initialization failed. warmup error`) never outranks a failure stated above it.
+        above = [c for c in found if not c.generic and c.category is not best.category
+                 and c.line.line_no < best.line.line_no]
+        best = above[0] if above else best
     phase = _phase_of(evidence, best)
     category = best.category
     if category is Category.CUDA_OOM and _other_process_holds_memory(best.line.text, phase):

@@ -184,8 +184,9 @@ class EvidenceBuilder:
             self._deprecations.add(message, message, line)
             if not warning:
                 self._warnings.add(message, message, line)
-        # Indented lines are code and continuations, except C++'s `  what():  <message>` of a thrown exception.
-        indented = p.body[:1] in (" ", "\t") and not message.startswith("what():")
+        # Indented lines are code and continuations, except C++'s `  what():  <message>` of a thrown exception and
+        # the indented lines that continue an exception's message.
+        indented = p.body[:1] in (" ", "\t") and not message.startswith("what():") and self._tbs.role != "message"
         stated = stated_failures(rows, message, indented=indented, level=p.level)
         if stated and self._fatal is None:
             self._fatal = line
@@ -212,7 +213,7 @@ class EvidenceBuilder:
         key = f"{int(warning)}{message}"
         rows = self._rows_cache.get(key)
         if rows is None:
-            found = [s for s in SIGNATURES if (s.in_warnings or not warning) and s.matches(message)]
+            found = [s for s in SIGNATURES if (s.on_warnings or not warning) and s.matches(message)]
             if any(s.generic for s in found):
                 found = [s for s in found if s.generic or s.category is not Category.PYTHON_EXCEPTION_OTHER]
             rows = tuple(found)

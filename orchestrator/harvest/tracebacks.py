@@ -67,7 +67,8 @@ class TracebackAssembler:
         self._recent: str | None = None
         self._index: dict[tuple[str | None, tuple[str, ...]], int] = {}
         self.role = ""
-        """What the last fed line was to its traceback: `frame`, `code` or empty."""
+        """What the last fed line was to its traceback: `frame`, `code`, `message` (a line continuing the
+        exception's message, such as pydantic's indented `  Value error, ...`) or empty."""
         self._chain_pending = False
 
     @property
@@ -118,6 +119,7 @@ class TracebackAssembler:
                 return tb
         elif tb.tail_left > 0 and not p.prefixed and body.strip() and not is_frame and not body.startswith(_CHAINED):
             tb.add(line)
+            self.role = "message"
             tb.tail_left -= 1
             if tb.tail_left == 0:
                 self.close(tb)

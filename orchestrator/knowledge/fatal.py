@@ -27,14 +27,15 @@ FATAL_ROWS: tuple[Signature, ...] = tuple(s for s in SIGNATURES if s.states_fail
 
 QUIET_LEVELS = frozenset({"INFO", "DEBUG"})
 """Lines logged at these levels are progress (`Cascade attention is not supported, disabling it`), unless
-they begin with an exception: a launcher that re-logs the server's output at INFO re-logs its tracebacks too."""
+they begin with an exception (a launcher that re-logs the server's output at INFO re-logs its tracebacks too)
+or state a failure that is one at any level (`Signature.any_level`): the level is one input, never a veto."""
 
 
 def fatal_rows(
     message: str, *, warning: bool, indented: bool, level: str | None = None
 ) -> tuple[Signature, ...]:
     """The failure-stating rows a message matches (none for code lines, warnings, quiet levels and noise)."""
-    rows = tuple(s for s in FATAL_ROWS if (s.in_warnings or not warning) and s.matches(message))
+    rows = tuple(s for s in FATAL_ROWS if (s.on_warnings or not warning) and s.matches(message))
     return stated_failures(rows, message, indented=indented, level=level)
 
 
@@ -45,7 +46,7 @@ def stated_failures(
     if indented or not message or not rows or is_benign(message):
         return ()
     if level in QUIET_LEVELS and not EXCEPTION_START_RE.match(message):
-        return ()
+        return tuple(s for s in rows if s.states_failure and s.any_level)
     return tuple(s for s in rows if s.states_failure)
 
 

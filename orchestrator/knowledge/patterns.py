@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from orchestrator.model import Category, Phase
@@ -21,6 +22,12 @@ class Signature:
     `generic` marks follow-ups (sigquit, engine failed to start) that never beat a cause; a line that is one
     is not also counted as a plain Python exception (`RuntimeError: Engine core initialization failed`).
     `in_warnings` lets the row match on lines logged as warnings (a NaN detector logs at WARNING).
+    `any_level` makes the row a failure at any level, INFO and warnings included: a statement of CUDA running out
+    of memory, of NCCL failing or of a kill is one whoever logs it and at whatever level (a hosting platform
+    re-logging the server's output at INFO, NCCL's `WARN` lines); survival still applies.
+    `vocabulary`, when set, must also hold for the message (it names a server argument, say).
+    `wraps` marks a statement that something else failed first (`Initialization failed. warmup error`, a router
+    giving up): it names the category only when no other failure is stated above it.
     """
 
     id: str
@@ -33,6 +40,9 @@ class Signature:
     generic: bool = False
     in_warnings: bool = False
     example: str = ""
+    any_level: bool = False
+    vocabulary: Callable[[str], bool] | None = None
+    wraps: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
     context_regex: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
@@ -47,7 +57,16 @@ class Signature:
 
     def matches(self, message: str) -> bool:
         """Whether a line's message (prefix stripped) carries this signature."""
-        return any(n in message for n in self.needles) and self.regex.search(message) is not None
+        return (
+            any(n in message for n in self.needles)
+            and self.regex.search(message) is not None
+            and (self.vocabulary is None or self.vocabulary(message))
+        )
+
+    @property
+    def on_warnings(self) -> bool:
+        """Whether the row also matches lines logged as warnings."""
+        return self.in_warnings or self.any_level
 
 
 def sig(
@@ -62,6 +81,9 @@ def sig(
     generic: bool = False,
     in_warnings: bool = False,
     example: str = "",
+    any_level: bool = False,
+    vocabulary: Callable[[str], bool] | None = None,
+    wraps: bool = False,
 ) -> Signature:
     """A table row (a needle may be given as one string)."""
     return Signature(
@@ -75,4 +97,7 @@ def sig(
         generic,
         in_warnings,
         example,
+        any_level,
+        vocabulary,
+        wraps,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from orchestrator.knowledge.families import ARGS_FRAMES
 from orchestrator.knowledge.patterns import Signature, sig
+from orchestrator.knowledge.worded import WORDED
 from orchestrator.model import Category as C
 from orchestrator.model import Phase as P
 
@@ -56,8 +57,10 @@ SIGNATURES: tuple[Signature, ...] = (
     sig("kv_smaller_than_context", C.KV_CACHE_TOO_SMALL, 85,
         r"larger than the maximum number of tokens that can be stored in KV cache"
         r"|No available memory for the cache blocks|KV cache is needed, which is larger than the available KV cache"
-        r"|To serve at least one request with the models?'?s? max seq len",
-        ("stored in KV cache", "No available memory for the cache blocks", "KV cache is needed", "To serve at least"),
+        r"|To serve at least one request with the models?'?s? max seq len|(?i:profiled (?:value|number of tokens|"
+        r"memory)\W{0,4}(?:is )?-\d)",
+        ("stored in KV cache", "No available memory for the cache blocks", "KV cache is needed", "To serve at least",
+         "profiled"),
         phase=P.MEMORY_ALLOC,
         example="The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in "
         "KV cache (23648)."),
@@ -141,7 +144,7 @@ SIGNATURES: tuple[Signature, ...] = (
     sig("cuda_oom", C.CUDA_OOM, 80,
         r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"
         r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|HIP out of memory",
-        ("out of memory", "OutOfMemoryError", "cudaErrorMemoryAllocation", "_ALLOC_FAILED"),
+        ("out of memory", "OutOfMemoryError", "cudaErrorMemoryAllocation", "_ALLOC_FAILED"), any_level=True,
         example="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 380.00 MiB."),
     sig("out_of_memory", C.CUDA_OOM, 55, r"(?i)\bout of memory\b", ("out of memory", "Out of memory", "OUT OF MEMORY"),
         example="RuntimeError: out of memory"),
@@ -178,7 +181,7 @@ SIGNATURES: tuple[Signature, ...] = (
     sig("nccl_error", C.NCCL_ERROR, 80,
         r"NCCL error|nccl(?:System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument|Remote)Error"
         r"|DistBackendError|Watchdog caught collective operation timeout|ProcessGroupNCCL.{0,80}(?:[Ee]rror|timeout)",
-        ("NCCL", "nccl", "DistBackendError", "Watchdog caught collective"),
+        ("NCCL", "nccl", "DistBackendError", "Watchdog caught collective"), any_level=True,
         example="RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"),
     sig("nccl_warn_connection", C.NCCL_ERROR, 76,
         r"NCCL WARN .{0,160}(?:connection abort|[Cc]onnection reset|unhandled (?:system|cuda) error|[Tt]imeout"
@@ -269,7 +272,7 @@ SIGNATURES: tuple[Signature, ...] = (
         example="jinja2.exceptions.TemplateError: Conversation roles must alternate user/assistant/user/assistant"),
     # The server's own warm-up request.
     sig("warmup_failed", C.WARMUP_REQUEST_FAILED, 60, r"Initialization failed\. warmup error",
-        "Initialization failed", phase=P.WARMUP,
+        "Initialization failed", phase=P.WARMUP, wraps=True,
         example="Initialization failed. warmup error: Traceback (most recent call last):"),
     sig("warmup_status", C.WARMUP_REQUEST_FAILED, 62, r"res=<Response \[(?:[1-35]\d\d|4\d\d)\]>",
         "res=<Response", phase=P.WARMUP, example="AssertionError: res=<Response [403]>, res.text='Forbidden'"),
@@ -315,7 +318,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"(?i)\boom[-_ ]?kill|Out of memory: Kill(?:ed)? process|oom_reaper|killed (?:by|due to) (?:the )?(?:linux )?"
         r"(?:oom|out[- ]of[- ]memory)|memory monitor.{0,80}kill|due to (?:host|system|node) (?:memory|OOM)"
         r"|worker.{0,60}killed.{0,60}(?:memory|OOM)",
-        ("oom", "OOM", "Oom", "Out of memory", "memory monitor", "memory", "killed"),
+        ("oom", "OOM", "Oom", "Out of memory", "memory monitor", "memory", "killed"), any_level=True,
         example="Out of memory: Killed process 12345 (python3) total-vm:812345678kB"),
     sig("killed", C.PROCESS_KILLED, 15,
         r"^Killed\b|\d Killed\s|\bKilled\s*$|\bsignal 9\b|SIGKILL|(?i:exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*"
@@ -333,6 +336,7 @@ SIGNATURES: tuple[Signature, ...] = (
         ("sigquit", "SIGQUIT", "Child process", "crashed", "failed to start", "initialization failed", "WorkerProc",
          "died", "exited unexpectedly", "is dead", "exit", "root cause above"), generic=True,
         example="Received sigquit from a child process. It usually means the child failed."),
+    *WORDED,
 )
 
 LEVEL_ROWS: tuple[Signature, ...] = (

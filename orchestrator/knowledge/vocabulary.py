@@ -1,0 +1,56 @@
+"""Vocabularies that place a message in a family by the words it uses (pure data).
+
+A message that names a GPU architecture while saying something is not supported is about the architecture;
+one that names the distributed runtime (c10d, Gloo, a rendezvous, `ibv_*`) while saying something failed is
+about the distributed runtime; one that names a server argument while rejecting a value is about that
+argument. Each vocabulary is a few lines of data; worded.py turns them into signature rows.
+"""
+
+from __future__ import annotations
+
+import re
+
+from orchestrator.knowledge.argnames import ARGUMENT_NAMES
+
+ARCH = (
+    r"(?:\bsm_?\d{2,3}[af]?\b|\bSM ?\d{2,3}[af]?\b|\bcompute[ _]capabilit(?:y|ies)\b|\b(?:device|cuda) capability\b"
+    r"|\bcapability[ :=]+\d+(?:\.\d)?\b|(?<!odel )(?<!odel_)\barch(?:itecture)?s?\b(?!\W{0,5}\w*(?:For[A-Z]|Model\b))"
+    r"|\bgfx\d{3,4}[a-z]?\b"
+    r"|\b(?:Kepler|Maxwell|Pascal|Volta|Turing|Ampere|Ada(?: Lovelace)?|Hopper|Blackwell|CDNA\d?|RDNA\d?)\b"
+    r"|\b(?:A10G?|A30|A40|A100|A800|A6000|H20|H100|H200|H800|B100|B200|B300|GB200|GB300|L4|L20|L40S?|T4|V100|P100"
+    r"|RTX ?(?:PRO ?)?\d{4}\w*|MI\d{3}X?)\b"
+    r"|\bfp8e4nv\b|\bfp8e4b(?:8|15)\b|\bfp8e5b16\b)"
+)
+"""Words that name a GPU architecture: SM numbers, compute capability, gfx ids, families, models, per-arch dtypes."""
+
+_REFUSAL = (
+    r"(?:\bnot (?:yet )?(?:supported|available|implemented|compiled|built)\b|\bunsupported\b|\bonly supports?\b"
+    r"|\bonly (?:be )?(?:supported|available|works?|runs?)\b|\brequires?\b|\bno (?:kernel|implementation)s?\b"
+    r"|\bdoes(?:n't| not) support\b|\bnot (?:support|work)\w*\b|\bminimum (?:capability|arch\w*)\b)"
+)
+ARCH_REFUSAL = re.compile(rf"(?i:{_REFUSAL}).{{0,100}}{ARCH}|{ARCH}.{{0,100}}(?i:{_REFUSAL})")
+"""A refusal and an architecture in one message, in either order."""
+
+DISTRIBUTED = (
+    r"(?:\bc10d\b|\b[Gg]loo\b|\bGLOO\b|\b[Rr]endezvous\b|\brdzv\w*|\bTCPStore\b|\bProcessGroup\w*|\bibv_\w+"
+    r"|\bRDMA\b|\bconnectFullMesh\b|\binit_process_group\b|\btorch\.distributed\b|\bDistStore\w*|\bMASTER_ADDR\b)"
+)
+"""Words that name the distributed runtime below NCCL: c10d, Gloo, rendezvous, the TCP store, InfiniBand verbs."""
+_BREAKAGE = (
+    r"(?i:\bfail(?:ed|ure|s)?\b|\berror\b|\brefused\b|\bNo route to host\b|\bunreachable\b|\breset by peer\b"
+    r"|\babort(?:ed)?\b|\bclosed\b|\bcannot (?:connect|reach)\b|\bbroken pipe\b)"
+)
+DISTRIBUTED_FAILURE = re.compile(rf"{DISTRIBUTED}.{{0,200}}{_BREAKAGE}|{_BREAKAGE}.{{0,120}}{DISTRIBUTED}")
+
+KERNEL_LIBRARIES = (
+    r"(?:deep_gemm|deep_ep|flashinfer\w*|flash_attn\w*|flash_mla\w*|flashmla\w*|vllm_flash_attn\w*|sgl_kernel\w*"
+    r"|cutlass\w*|trtllm\w*|aiter\w*|fa3\w*|fa4\w*|tilelang\w*|triton_kernels?|marlin\w*|machete\w*|_custom_ops|ops)"
+)
+"""Kernel libraries a server imports only where the GPU has kernels for them (names as Python sees them)."""
+
+_ARG_TOKEN = re.compile(r"(?<![\w.\-/])-{0,2}([a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)(?![\w\-])")
+
+
+def names_argument(message: str) -> bool:
+    """Whether a message names a server argument the tool knows (`--max-model-len` or `max_model_len`)."""
+    return any(m.group(1).replace("-", "_") in ARGUMENT_NAMES for m in _ARG_TOKEN.finditer(message))

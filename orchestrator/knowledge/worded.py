@@ -1,0 +1,78 @@
+"""Signature rows built from vocabularies (vocabulary.py): a family told by the words a message uses.
+
+Each row is a family of messages SGLang, vLLM, PyTorch, CUDA, NCCL, DeepGEMM or pydantic print in general:
+a refusal that names the GPU architecture; a Python name error for a kernel library that did not import on
+this GPU; an operator namespace of a compiled extension that lacks an operator (the extension and the caller
+do not match); a rejected value that names a server argument; a config validation error; the distributed
+runtime below NCCL failing; a c10d socket waiting in vain; a CUDA error that names no cause; weight loading
+that did not finish or a loader's shape check; an assertion inside a JIT compiler. See signatures.py for the
+specificity bands.
+"""
+
+from __future__ import annotations
+
+from orchestrator.knowledge.patterns import Signature, sig
+from orchestrator.knowledge.vocabulary import ARCH_REFUSAL, DISTRIBUTED_FAILURE, KERNEL_LIBRARIES, names_argument
+from orchestrator.model import Category as C
+from orchestrator.model import Phase as P
+
+_REJECTION = (
+    r"^(?:[\w.]+\.)?(?:ValueError|ValidationError|AssertionError|TypeError|ArgumentError|ArgumentTypeError"
+    r"|ConfigError|InvalidArgument\w*)\b|(?:^|\s)Value error, |(?i:\binvalid\b|\bmust (?:be|not)\b|\bshould be\b"
+    r"|\bexceeds?\b|\bis (?:smaller|larger|greater|less|bigger|lower|higher) than\b|\bout of range\b"
+    r"|\bcannot be (?:larger|greater|smaller|less|negative|zero|more|bigger)\b)"
+)
+
+WORDED: tuple[Signature, ...] = (
+    sig("arch_refusal", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 74, ARCH_REFUSAL.pattern,
+        ("support", "Support", "SUPPORT", "requir", "Requir", "only", "Only", "implement", "compiled", "built",
+         "available", "kernel", "inimum"),
+        example="RuntimeError: Assertion error (csrc/apis/attention.hpp:211): Unsupported architecture"),
+    sig("kernel_library_undefined", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 62,
+        rf"^(?:[\w.]+\.)?NameError: name '{KERNEL_LIBRARIES}' is not defined", "NameError",
+        example="NameError: name 'deep_gemm' is not defined"),
+    sig("op_namespace_missing", C.IMPORT_ERROR, 70,
+        r"(?:_OpNamespace|torch\.ops\.\w+|module '[\w.]*\b(?:_C|_ops|ops|_kernels?|common_ops)\w*')"
+        r".{0,80}has no attribute",
+        "has no attribute", phase=P.IMPORT,
+        example="AttributeError: '_OpNamespace' 'sgl_kernel' object has no attribute 'fused_add_rmsnorm'"),
+    sig("config_validation", C.INVALID_ARGUMENT, 52, r"(?:^|\s)Value error, \S", "Value error, ",
+        phase=P.ARG_PARSE, any_level=True,
+        example="Value error, max_model_len (40960) is greater than the derived max_model_len (32768). "
+        "[type=value_error, input_value=ArgsKwargs((), {...}), input_type=ArgsKwargs]"),
+    sig("validation_error_header", C.INVALID_ARGUMENT, 46, r"ValidationError: \d+ validation errors? for \w",
+        "ValidationError", phase=P.ARG_PARSE, any_level=True,
+        example="pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig"),
+    sig("argument_value", C.INVALID_ARGUMENT, 48, _REJECTION,
+        ("Error", "error", "nvalid", "must", "should", "xceed", "than", "range", "cannot"),
+        phase=P.ARG_PARSE, vocabulary=names_argument,
+        example="ValueError: max_num_batched_tokens (4096) is smaller than max_model_len (32768)."),
+    sig("distributed_failure", C.NCCL_ERROR, 62, DISTRIBUTED_FAILURE.pattern,
+        ("c10d", "loo", "LOO", "endezvous", "rdzv", "TCPStore", "ProcessGroup", "ibv_", "RDMA", "connectFullMesh",
+         "init_process_group", "torch.distributed", "DistStore", "MASTER_ADDR"), any_level=True,
+        example="RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error / connectFullMesh "
+        "failed"),
+    sig("c10d_wait_timeout", C.HANG_OR_TIMEOUT, 66,
+        r"waitForInput.{0,200}(?i:tim(?:ed? ?out|eout))|\bSocket Timeout\b", ("waitForInput", "Socket Timeout"),
+        any_level=True,
+        example="[E socket.cpp:1013] [c10d] waitForInput: poll for socket returned 0, likely a timeout"),
+    sig("nccl_warn_failure", C.NCCL_ERROR, 76,
+        r"NCCL WARN .{0,200}(?:(?i:cuda failure)|[Uu]nhandled|nccl\w+Error|\bibv_\w+ failed|NET/\w+ ?: .{0,80}"
+        r"(?:error|failed)|Call to \w+ failed|[Bb]ootstrap.{0,60}failed|[Ee]rror while)",
+        "NCCL WARN", any_level=True,
+        example="node1:1234:5678 [0] enqueue.cc:1556 NCCL WARN Cuda failure 'invalid device function'"),
+    sig("cuda_error_unnamed", C.UNKNOWN, 25,
+        r"CUBLAS_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR)|CUDA error: (?:unspecified launch failure|unknown error)"
+        r"|cudaErrorLaunchFailure|CUDA_ERROR_LAUNCH_FAILED",
+        ("CUBLAS_STATUS_", "CUDA error: ", "cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED"),
+        example="RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx(...)`"),
+    sig("weights_incomplete", C.WEIGHTS_LOAD_ERROR, 55,
+        r"(?i:(?:didn't|did not|could not|couldn't|failed to) finish (?:the )?(?:model |weights? )?load(?:ing)?)"
+        r"|\b(?:param(?:_data)?|loaded_weight)\.shape\b.{0,40}(?:!=|==|,|torch\.Size|mismatch)",
+        ("finish", ".shape"), phase=P.MODEL_LOAD,
+        example="ValueError: TP rank 1 could finish the model loading, but there are other ranks that didn't finish "
+        "loading."),
+    sig("jit_source_assertion", C.KERNEL_JIT_ERROR, 60,
+        r"(?i:assert\w*(?: error| failed)?):?\s*\([^()]*[/\\]jit[/\\][^()]*:\d+\)", ("ssert",),
+        example="RuntimeError: Assertion error (/src/deepgemm/csrc/jit/compiler.hpp:50): not root_path.empty()"),
+)

@@ -1,0 +1,98 @@
+"""Families told by their words (knowledge/worded.py, vocabulary.py), read through the whole harvest and verdict."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.classify.verdict import classify
+from orchestrator.harvest.evidence import extract_evidence
+from orchestrator.knowledge.argnames import ARGUMENT_NAMES
+from orchestrator.knowledge.vocabulary import names_argument
+from orchestrator.model import Category
+from tests.paths import SGLANG_CAPTURES
+
+C = Category
+TB = ['Traceback (most recent call last):', '  File "/app/x.py", line 3, in main', "    run()"]
+
+
+@pytest.mark.parametrize(
+    ("lines", "category", "root"),
+    [
+        # pydantic config validation: the indented `Value error,` line continues the exception and names the cause.
+        ([*TB, "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+          "  Value error, max_model_len (40960) is greater than the derived max_model_len (32768). "
+          "[type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]"], C.INVALID_ARGUMENT, -1),
+        # A rejected value naming a server argument, in either spelling.
+        ([*TB, "ValueError: max_num_batched_tokens (4096) is smaller than max_model_len (32768)."],
+         C.INVALID_ARGUMENT, -1),
+        ([*TB, "ValueError: --limit-mm-per-prompt must be a mapping of modality to count"], C.INVALID_ARGUMENT, -1),
+        # Architecture outranks a generic "not supported".
+        ([*TB, "RuntimeError: Assertion error (csrc/apis/attention.hpp:211): Unsupported architecture"],
+         C.KERNEL_NOT_SUPPORTED_ON_ARCH, -1),
+        ([*TB, "ValueError: fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e5',)"],
+         C.KERNEL_NOT_SUPPORTED_ON_ARCH, -1),
+        ([*TB, "RuntimeError: This kernel is only supported on SM100 GPUs"], C.KERNEL_NOT_SUPPORTED_ON_ARCH, -1),
+        ([*TB, "NameError: name 'deep_gemm' is not defined"], C.KERNEL_NOT_SUPPORTED_ON_ARCH, -1),
+        # ... while a model's architecture is the model, not the GPU.
+        ([*TB, "ValueError: Unsupported architectures: FooForCausalLM"], C.UNSUPPORTED_CONFIG, -1),
+        # A compiled extension's op namespace lacks the op: the extension and its caller do not match.
+        ([*TB, "AttributeError: '_OpNamespace' 'sgl_kernel' object has no attribute 'fp8_blockwise_scaled_mm'"],
+         C.IMPORT_ERROR, -1),
+        # The distributed runtime below NCCL, and a c10d socket that waited in vain.
+        (["[E socket.cpp:1013] [c10d] The client socket has failed to connect to [node-1]:29500 "
+          "(errno: 113 - No route to host)."], C.NCCL_ERROR, 0),
+        ([*TB, "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:144] connectFullMesh failed"],
+         C.NCCL_ERROR, -1),
+        (["[E1205 10:00:00.000000 42 socket.cpp:1013] [c10d] waitForInput: poll for socket SocketImpl(fd=3) "
+          "returned 0, likely a timeout"], C.HANG_OR_TIMEOUT, 0),
+        # Failures stated at a level that looks harmless.
+        (["h1:139:1092 [7] enqueue.cc:1556 NCCL WARN Cuda failure 'invalid device function'"], C.NCCL_ERROR, 0),
+        (["2025-01-01 10:00:00,000 - INFO - torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"],
+         C.CUDA_OOM, 0),
+        (["(raylet) [2025-01-02 10:00:00,000 W 1 1] (raylet) node_manager.cc:3000: 1 Workers (tasks / actors) killed "
+          "due to memory pressure (OOM)"], C.PROCESS_KILLED, 0),
+        # A container runtime's prefix on every line of a traceback.
+        ([f"2026-01-01T10:00:00.{i:06d}+00:00 stderr F {x}" for i, x in
+          enumerate([*TB, "KeyError: 'choices'"])], C.PYTHON_EXCEPTION_OTHER, -1),
+        # A follow-up raised as an exception says only that the cause is elsewhere.
+        ([*TB, "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"],
+         C.UNKNOWN, -1),
+        # A wrapper below the cause does not take its place.
+        (["[2025-01-01 10:00:00] Traceback (most recent call last):", '  File "/a/b.py", line 1, in f', "    g()",
+          "KeyError: 'choices'", "[2025-01-01 10:00:01] Initialization failed. warmup error: see above"],
+         C.PYTHON_EXCEPTION_OTHER, 3),
+    ],
+)
+def test_family_decides(lines: list[str], category: Category, root: int) -> None:
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (category, lines[root])
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[2025-01-01 10:00:00 TP0] Cascade attention is not supported on this model, disabling it.",
+        "INFO 01-01 10:00:00 [gpu_model_runner.py:1] max_num_batched_tokens is set to 8192",
+        "h1:1:1 [0] NCCL INFO NET/IB : No device found.",
+        "[2025-01-01 10:00:00] The server is fired up and ready to roll!",
+    ],
+)
+def test_progress_lines_stay_healthy(line: str) -> None:
+    assert classify(extract_evidence([line])).category is C.HEALTHY
+
+
+def test_every_captured_flag_is_a_known_argument_name() -> None:
+    import json
+
+    for flags in SGLANG_CAPTURES.glob("*/flags.json"):
+        for name, spec in json.loads(flags.read_text()).items():
+            for flag in (name, *(spec.get("aliases") or [])):
+                under = flag.lstrip("-").replace("-", "_")
+                assert "_" not in under or under in ARGUMENT_NAMES, (flags, flag)
+
+
+def test_names_argument_takes_both_spellings_and_only_whole_names() -> None:
+    assert names_argument("--max-model-len 99999 is too long")
+    assert names_argument("max_model_len=99999 is too long")
+    assert not names_argument("the maximum model length is too long")
+    assert not names_argument("a.max_model_len_x is too long")
