@@ -1,14 +1,17 @@
-"""`orchestrator validate MATRIX [--against HELPFILE | --host H]`: expand and check a matrix, launch nothing.
+"""`orchestrator validate MATRIX [--against HELPFILE | --host H] [--format term|json]`: check a matrix, launch nothing.
 
-Exit 1 when the file is invalid or any cell is invalid; without --host or --against the flags are
-not checked at all, and the output says so rather than calling the cells ok.
+Exit 1 when the file is invalid or any cell is invalid. Without --host or --against the flags are checked
+against the newest SGLang release whose grammar ships with the tool (a typo or `tp-size: eight` is caught
+before the night), and the output says which release, and that the host's own `--help` decides.
 """
 
 from __future__ import annotations
 
+import json
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.table import Table
@@ -22,13 +25,15 @@ from orchestrator.errors import ConfigError
 from orchestrator.matrix.expand import expand
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help, version_of_capture
+from orchestrator.matrix.shipped import shipped_grammar, shipped_versions
 from orchestrator.model import Cell
 from orchestrator.store import Store, default_db_path
-from orchestrator.sweep.plan import CellPlan, plan_cells
+from orchestrator.sweep.plan import CellPlan, plan_cell, plan_cells
 from orchestrator.sweep.strategy import cost_line
 
 NOT_CHECKED = "not checked against a host"
 HOW_TO_CHECK = "pass --host H (its installed SGLang) or --against HELPFILE (a saved `--help`) to check the flags"
+Format = Literal["term", "json"]
 
 
 @app.command()
@@ -46,45 +51,35 @@ def validate(
     db: Annotated[
         Path | None, typer.Option(help="The store whose past runs time the estimate (default: $ORCHESTRATOR_DB).")
     ] = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = "term",
 ) -> None:
-    """Expand a matrix and check every cell against an SGLang release's flags; launches nothing."""
-    console = make_console()
+    """Expand a matrix and check every cell against an SGLang release's flags; launches nothing.
+
+    Without --host or --against, the cells are checked against the newest SGLang release whose flags ship
+    with orchestrator (a cell only an older shipped release accepts is valid, with a note); the host's own
+    `--help` decides, so run it again with --host before the night.
+    """
     with exits_on_error():
         matrix = load_matrix(matrix_path)
         cells = expand(matrix)
         gpus = 1 << 16
+        cost = None
         if against is not None:
             grammar = _grammar_from_file(against)
             plans = plan_cells(cells, lambda _install: grammar, gpus)
-            cost = None
             source = f"{against} ({grammar.prog})"
         elif host is not None:
             host_config = resolve_host(host, scenario=scenario, hosts_file=hosts_file)
             plans, cost, source = _on_host(matrix, cells, host_config, db)
         else:
-            plans = [CellPlan(c, ()) for c in cells]
-            cost = None
-            source = None
+            plans, source = shipped_plans(cells, gpus)
+    on_host = host is not None or against is not None
     invalid = [p for p in plans if not p.ok]
-    checked = f"checked against {source}" if source else NOT_CHECKED
-    table = Table(title=Text(f"{matrix.name}: {len(plans)} cells, {checked}"))
-    table.add_column("cell")
-    table.add_column("flags")
-    table.add_column("check")
-    for plan in plans:
-        if not plan.ok:
-            check = Text.assemble(("invalid", "yellow"), f": {plan.reason}")
-        else:
-            check = Text("ok", style="green") if source else Text("not checked", style="dim")
-            if plan.notes:
-                check.append(f" ({'; '.join(plan.notes)})")
-        table.add_row(plan.cell.cell_id, Text(plan.cell.label), check)
-    console.print(table)
-    if source:
-        console.print(f"{len(plans) - len(invalid)} valid, {len(invalid)} invalid")
+    cost = cost or cost_line(len(plans), [p.cell for p in plans if p.ok], matrix.deadlines)
+    if fmt == "json":
+        typer.echo(json.dumps(_document(matrix, plans, source, on_host, cost), indent=2))
     else:
-        console.print(f"{len(plans)} cells not checked against a host: {HOW_TO_CHECK}")
-    console.print(cost or cost_line(len(plans), [p.cell for p in plans if p.ok], matrix.deadlines), soft_wrap=True)
+        _print(matrix, plans, source, on_host, cost)
     if invalid:
         # Always, since issue 20 (`--strict` stays accepted): a typo must stop a script before the night starts.
         typer.echo(
@@ -93,6 +88,72 @@ def validate(
             err=True,
         )
         raise typer.Exit(1)
+
+
+def shipped_plans(cells: list[Cell], gpus: int) -> tuple[list[CellPlan], str]:
+    """Every cell checked against the newest shipped grammar; one only an older shipped release accepts is valid."""
+    newest, *older = shipped_versions()
+    plans = plan_cells(cells, lambda _install: shipped_grammar(newest), gpus)
+    for index, plan in enumerate(plans):
+        for version in older if not plan.ok else ():
+            other = plan_cell(plan.cell, shipped_grammar(version), gpus)
+            if other.ok:
+                note = f"valid in sglang {version}, not in {newest}: {plan.reason}"
+                plans[index] = replace(other, notes=(*other.notes, note))
+                break
+    known = f"; {', '.join(older)} also known" if older else ""
+    return plans, f"sglang {newest}, the newest release whose flags ship with orchestrator{known}"
+
+
+def _print(matrix: Matrix, plans: list[CellPlan], source: str, on_host: bool, cost: str) -> None:
+    console = make_console()
+    invalid = [p for p in plans if not p.ok]
+    table = Table(title=Text(f"{matrix.name}: {len(plans)} cells, checked against {source}"))
+    table.add_column("cell")
+    table.add_column("flags")
+    table.add_column("check")
+    for plan in plans:
+        if not plan.ok:
+            check = Text.assemble(("invalid", "yellow"), f": {plan.reason}")
+        else:
+            check = Text("ok", style="green")
+            if plan.notes:
+                check.append(f" ({'; '.join(plan.notes)})")
+        table.add_row(plan.cell.cell_id, Text(plan.cell.label), check)
+    console.print(table)
+    counts = f"{len(plans) - len(invalid)} valid, {len(invalid)} invalid"
+    if on_host:
+        console.print(counts)
+    else:
+        console.print(
+            f"{counts} against {source.split(',')[0]}; {len(plans)} cells {NOT_CHECKED}, whose own `--help` decides: "
+            f"{HOW_TO_CHECK}",
+            soft_wrap=True,
+        )
+    console.print(cost, soft_wrap=True)
+
+
+def _document(matrix: Matrix, plans: list[CellPlan], source: str, on_host: bool, cost: str) -> dict[str, Any]:
+    """`validate --format json`: what was checked against, and each cell's verdict."""
+    return {
+        "matrix": matrix.name,
+        "file": matrix.path,
+        "checked_against": source,
+        "checked_on_host": on_host,
+        "valid": sum(p.ok for p in plans),
+        "invalid": sum(not p.ok for p in plans),
+        "cost": cost,
+        "cells": [
+            {
+                "cell_id": p.cell.cell_id,
+                "label": p.cell.label,
+                "ok": p.ok,
+                "problems": list(p.problems),
+                "notes": list(p.notes),
+            }
+            for p in plans
+        ],
+    }
 
 
 def _on_host(

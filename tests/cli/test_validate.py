@@ -8,6 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner, Result
 
 from orchestrator.cli import app
+from orchestrator.matrix.flags import canonical_name, spellings
+from orchestrator.matrix.shipped import shipped_grammar, shipped_versions
 from tests.fault_harness import wait_for
 from tests.paths import SGLANG_CAPTURES
 from tests.simhost import orchestrator, processes_under, write_hosts
@@ -43,12 +45,49 @@ def test_validate_exits_1_when_a_cell_is_invalid(tmp_path: Path) -> None:
     assert clean.exit_code == 0 and "2 valid, 0 invalid" in clean.output, clean.output
 
 
-def test_validate_without_a_host_says_nothing_was_checked(tmp_path: Path) -> None:
+def test_validate_without_a_host_checks_the_newest_shipped_release_and_says_the_host_decides(tmp_path: Path) -> None:
     result = invoke("validate", str(matrix(tmp_path, "triton, flashinfr")))
+    assert result.exit_code == 1, result.output
+    newest = shipped_versions()[0]
+    assert f"checked against sglang {newest}, the newest release whose flags ship with orchestrator" in result.output
+    assert f"1 valid, 1 invalid against sglang {newest}; 2 cells not checked against a host" in result.output
+    assert "whose own `--help` decides" in result.output and "--host H" in result.output
+    assert "did you mean flashinfer?" in result.output
+
+
+def test_validate_without_a_host_catches_a_wrong_type_and_a_misspelled_flag(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        "name: typos\nflags: {model-path: /models/m, tp-size: eight}\n"
+        "matrix:\n  enable-dp-attenton: [true, false]\n"
+    )
+    result = invoke("validate", str(path), "--format", "json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["checked_on_host"] is False and data["checked_against"].startswith(f"sglang {shipped_versions()[0]}")
+    assert (data["valid"], data["invalid"]) == (0, 2)
+    typo, wrong_type = (" ".join(c["problems"]) for c in data["cells"])
+    assert "--enable-dp-attenton does not exist" in typo and "did you mean --enable-dp-attention?" in typo
+    # `false` leaves the misspelled flag out, so SGLang's argparse gets as far as the value's type.
+    assert "argument --tp-size/--tensor-parallel-size: invalid int value: 'eight'" in wrong_type
+    assert f"error: {path}: 2 of 2 cells invalid" in result.stderr
+
+
+def test_a_flag_only_an_older_shipped_release_has_is_valid_with_a_note(tmp_path: Path) -> None:
+    newest, *older = shipped_versions()
+    oldest, latest = shipped_grammar(older[-1]), shipped_grammar(newest)
+    gone = next(
+        spec.primary
+        for spec in oldest.flags
+        # Not one the tool renames across releases (nsa -> dsa): that one the newest release takes, renamed.
+        if not spec.takes_value and all(latest.lookup(n) is None for n in spellings(canonical_name(spec.primary)))
+    )
+    path = tmp_path / "m.yaml"
+    path.write_text(f"name: old\nflags: {{model-path: /models/m}}\nmatrix:\n  {gone[2:]}: [true]\n")
+    result = invoke("validate", str(path), "--format", "json")
     assert result.exit_code == 0, result.output
-    assert "not checked against a host" in result.output and "--host H" in result.output
-    assert " ok" not in result.output and "valid" not in result.output.replace("invalid", "")
-    assert result.output.count("not checked") >= 3  # the title, each of the two cells, the summary
+    (cell,) = json.loads(result.stdout)["cells"]
+    assert cell["ok"] and any(f"not in {newest}" in note and gone in note for note in cell["notes"]), cell
 
 
 def test_a_sweep_whose_every_cell_is_invalid_exits_non_zero(tmp_path: Path) -> None:
