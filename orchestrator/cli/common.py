@@ -1,9 +1,15 @@
-"""What several commands share: finding the host, the store, and turning our errors into exit codes."""
+"""What several commands share: finding the host, the store, the terminal, and turning our errors into exit codes.
+
+Terminal output shows text others control (log lines, flag values) and must obey none of its
+control characters: the console a command makes is a SafeConsole, and making it guards the plain
+stdout/stderr of the command too (orchestrator/textsafe.py).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +23,7 @@ from orchestrator.report.table import term_lines
 from orchestrator.store import Store, default_db_path
 from orchestrator.store.records import SweepRecord
 from orchestrator.store.results import CellResult
+from orchestrator.textsafe import SafeConsole, guard_stream, visible
 
 DEFAULT_HOSTS = Path("configs/hosts.yaml")
 USER_HOSTS = Path("~/.config/orchestrator/hosts.yaml")
@@ -81,7 +88,7 @@ def exits_on_error(code: int = 1) -> Iterator[None]:
     try:
         yield
     except OrchestratorError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        echo(f"error: {exc}", err=True)
         raise typer.Exit(code) from exc
 
 
@@ -103,11 +110,29 @@ def check_output_file(path: Path, option: str) -> None:
         )
 
 
+def guard_terminal() -> None:
+    """From now on, show the control characters written to stdout and stderr instead of sending them.
+
+    For what a command prints without its console (`typer.echo`, a library's print); a SafeConsole
+    writes around the guard, its text already made visible and its styling its own.
+    """
+    sys.stdout = guard_stream(sys.stdout)
+    sys.stderr = guard_stream(sys.stderr)
+
+
+def echo(message: str, *, err: bool = False, nl: bool = True) -> None:
+    """`typer.echo` of text that may carry a log's or a flag's text: its control characters shown, not sent."""
+    typer.echo(visible(message), err=err, nl=nl)
+
+
 def make_console(*, stderr: bool = False) -> Console:
-    """A console that keeps wide tables whole when the output is a file or a pipe (rich assumes 80 columns)."""
-    console = Console(stderr=stderr)
+    """The command's console: it shows control characters, highlights nothing, and keeps wide tables whole
+    when the output is a file or a pipe (rich assumes 80 columns). The command's plain output is guarded too.
+    """
+    guard_terminal()
+    console = SafeConsole(stderr=stderr)
     if not console.is_terminal:
-        console = Console(stderr=stderr, width=200)
+        console = SafeConsole(stderr=stderr, width=200)
     return console
 
 
