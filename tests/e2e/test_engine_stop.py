@@ -1,0 +1,168 @@
+"""Ctrl-C and SIGTERM of a pool sweep stop each run on the host that launched it, and nowhere else.
+
+Two real loopback sshd, each in a PID namespace of its own, as two machines are: a process group number
+means something only in its own host's process table. Host b's launches are given numbers far above
+host a's, and a decoy process is started on host a under the very process group number of a run on b
+while it is in flight. The signal must stop b's server on b, leave the decoy on a alone, leave nothing of
+the sweep running on either host, and its resume must finish with the table of an uninterrupted sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import sshd_host
+from tests.fault_harness import FaultHost, cli_env, our_processes, wait_for
+from tests.paths import REPO
+from tests.sshd_host import SshdHost, login_user
+
+pytestmark = [pytest.mark.ssh, pytest.mark.slow]
+
+MATRIX = """name: pool-stop
+flags: {model-path: /models/tiny, tp-size: 1}
+matrix:
+  attention-backend: [flashinfer, triton]
+  kv-cache-dtype: [bf16, fp8_e4m3]
+  mem-fraction-static: [0.8, 0.85]
+probes: {settle_s: 0.2, concurrent_requests: 4}
+"""
+VERDICTS = {
+    ("flashinfer", "bf16"): ("pass", "healthy"),
+    ("flashinfer", "fp8_e4m3"): ("fail", "cuda_oom"),
+    ("triton", "bf16"): ("fail", "nan_in_probs"),
+    ("triton", "fp8_e4m3"): ("fail", "nan_in_probs"),
+}
+B_PIDS_FROM = 20000
+"""Host b's PID namespace hands out numbers from here: its process groups never exist on host a by chance."""
+DECOY = "sleep 86400"
+
+
+@pytest.fixture
+def namespaced_sshd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[SshdHost, SshdHost]]:
+    """Two sshd, each the first process of a PID namespace of its own (ended with it: --kill-child)."""
+    wrapper = tmp_path / "sshd-in-own-pid-namespace"
+    wrapper.write_text(f'#!/bin/sh\nexec unshare --pid --fork --kill-child --mount-proc {sshd_host.SSHD} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(sshd_host, "SSHD", str(wrapper))
+    hosts = (SshdHost(login_user()).start(), SshdHost(login_user()).start())
+    try:
+        yield hosts
+    finally:
+        for host in hosts:
+            host.cleanup()
+
+
+def _ssh(host: SshdHost, command: str) -> str:
+    """Run a shell command on the host, over its own sshd (in its namespace); its output."""
+    out = subprocess.run(
+        ["ssh", "-p", str(host.port), "-i", str(host.client_key), "-o", f"UserKnownHostsFile={host.known_hosts}",
+         "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", f"{host.user}@127.0.0.1", command],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _pool(root: Path, sshds: tuple[SshdHost, SshdHost]) -> tuple[Path, list[FaultHost]]:
+    members = [
+        FaultHost(root / name, sshd=sshd, gpus=1, name=name, load_s=2.0, decode_s=0.01)
+        for name, sshd in zip("ab", sshds, strict=True)
+    ]
+    entries = {name: json.loads(fh.hosts_file.read_text())[name] for name, fh in zip("ab", members, strict=True)}
+    hosts_file = root / "hosts.yaml"
+    hosts_file.write_text(json.dumps({**entries, "pool": {"group": ["a", "b"]}}, indent=1))
+    (root / "matrix.yaml").write_text(MATRIX)
+    return hosts_file, members
+
+
+def _in_flight_on(db: Path, host: str) -> int | None:
+    """The process group of a run of `host` launched and not finished, if any."""
+    if not db.exists():
+        return None
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        try:
+            row = conn.execute(
+                "SELECT pgid FROM runs WHERE host = ? AND state = 'launched' AND pgid IS NOT NULL", (host,)
+            ).fetchone()
+        except sqlite3.OperationalError:
+            return None
+    return int(row[0]) if row else None
+
+
+def _verdict_of(label: str) -> tuple[str, str]:
+    flags = dict(part.split("=") for part in label.split(", "))
+    return VERDICTS[(flags["attention-backend"], flags["kv-cache-dtype"])]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_a_signal_stops_each_run_on_its_own_host_and_nothing_else(
+    namespaced_sshd: tuple[SshdHost, SshdHost], tmp_path: Path, sig: signal.Signals
+) -> None:
+    host_a, host_b = namespaced_sshd
+    _ssh(host_b, f"echo {B_PIDS_FROM} > /proc/sys/kernel/ns_last_pid")
+    hosts_file, members = _pool(tmp_path, namespaced_sshd)
+    db = tmp_path / "orchestrator.db"
+    base = [sys.executable, "-m", "orchestrator", "sweep", str(tmp_path / "matrix.yaml"), "--hosts", str(hosts_file),
+            "--db", str(db)]  # fmt: skip
+    proc = subprocess.Popen(
+        [*base, "--host", "pool"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=cli_env(), start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: _in_flight_on(db, "b") is not None, 120, "a launch in flight on host b")
+        pgid = _in_flight_on(db, "b")
+        assert pgid is not None and pgid > B_PIDS_FROM, pgid
+        # A stranger's process on host a under that very process group number (a's numbers are far lower).
+        _ssh(host_a, f"echo {pgid - 1} > /proc/sys/kernel/ns_last_pid; setsid {DECOY} </dev/null >/dev/null 2>&1 &")
+        decoy = _ssh(host_a, f"ps -o pgid=,args= -p {pgid} || true").split(None, 1)
+        assert decoy and int(decoy[0]) == pgid and DECOY in decoy[1], decoy
+        assert _in_flight_on(db, "b") == pgid, "the run on b is still in flight when the signal lands"
+        proc.send_signal(sig)  # the orchestrator only, as a terminal's Ctrl-C or a scheduler's SIGTERM
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    try:
+        assert proc.returncode == 128 + sig.value, out
+        assert "Traceback" not in out, out
+        assert re.search(r"server\(s\) of this sweep stopped; GPUs verified free", out), out
+        # The decoy on a lives; nothing of the sweep runs on either host; no GPU is held on either.
+        assert DECOY in _ssh(host_a, f"ps -o args= -p {pgid} || true"), "the stranger's process on host a survived"
+        time.sleep(0.5)
+        assert our_processes(tmp_path) == [], out
+        assert [fh.gpu_holders() for fh in members] == [[], []], out
+        for host in namespaced_sshd:  # seen from inside each host too: no group of the sweep is left
+            assert "orchestrator.sim" not in _ssh(host, "ps -eo args="), out
+
+        printed = re.search(r"^resume with: (orchestrator sweep .*)$", out, re.MULTILINE)
+        assert printed is not None, out
+        words = shlex.split(printed.group(1))
+        resumed = subprocess.run(
+            [sys.executable, "-m", *words], cwd=REPO, capture_output=True, text=True, timeout=300, env=cli_env()
+        )
+        assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+        table = subprocess.run(
+            [sys.executable, "-m", "orchestrator", "table", "--format", "json", "--db", str(db)],
+            cwd=REPO, capture_output=True, text=True, timeout=60, env=cli_env(),
+        )  # fmt: skip
+        cells = json.loads(table.stdout)["cells"]
+        assert len(cells) == 8
+        for cell in cells:  # the table of an uninterrupted sweep: each cell's own verdict, on whichever host
+            assert (cell["status"], cell["category"]) == _verdict_of(cell["label"]), cell
+        assert our_processes(tmp_path) == []
+        assert DECOY in _ssh(host_a, f"ps -o args= -p {pgid} || true")
+    finally:
+        for fh in members:
+            fh.reap()
