@@ -84,7 +84,12 @@ def report(
 
 @app.command()
 def bugreport(
-    run: Annotated[str, typer.Argument(help="Run id or unique prefix (see the table's JSON, or `orchestrator run`).")],
+    run: Annotated[
+        str,
+        typer.Argument(
+            help="Run id or unique prefix (the table's run column), or SWEEP:CELL for the run a table row shows."
+        ),
+    ],
     db: DbOption = None,
 ) -> None:
     """Print one run as Markdown to paste into an SGLang GitHub issue."""

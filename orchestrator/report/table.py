@@ -106,6 +106,11 @@ def root_cause_excerpt(result: CellResult, limit: int | None = EXCERPT_CHARS) ->
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _run_text(result: CellResult) -> str:
+    """The run the row shows, or the one still in flight; `-` for a cell that never ran."""
+    return result.run_id or result.unfinished_run_id or "-"
+
+
 def _ready_text(result: CellResult) -> str:
     return "-" if result.ready_s is None else f"{result.ready_s:.1f}"
 
@@ -125,6 +130,8 @@ TERM_COLUMNS = (
     Column("status", "verdict"),
     Column("phase", "verdict"),
     Column("category", "verdict"),
+    # The first of the extras, so the last to give way: `repro` and `bugreport` take it.
+    Column("run", "extra"),
     Column("attempts", "extra", right=True),
     Column("ready s", "extra", right=True),
     Column("root cause", "cause"),
@@ -139,7 +146,7 @@ def _grid(results: Sequence[CellResult]) -> Grid:
         style = "dim" if result.status is None else _STATUS_STYLE[result.status]
         cause = root_cause_excerpt(result, None)
         row = [GridCell(_value_text(_axis_value(result, a), UNSET)) for a in axes]
-        row += [GridCell(status, style), GridCell(phase), GridCell(category)]
+        row += [GridCell(status, style), GridCell(phase), GridCell(category), GridCell(_run_text(result))]
         row += [GridCell(attempts), GridCell(ready), GridCell(cause, "" if result.root_cause_line else "italic")]
         rows.append(row)
     return Grid([*(Column(a, "axis") for a in axes), *TERM_COLUMNS], rows)
@@ -159,6 +166,9 @@ def term_lines(
     lines.append(Text(summary_line(results)))
     if layout.cut:
         lines.append(Text(f"whole root causes: orchestrator table {sweep.sweep_id} --wide (or -f csv)", style="dim"))
+    if "run" in layout.hidden:
+        # Kept within 80 columns: it is printed where the table had no room for the run column.
+        lines.append(Text(f"run ids (repro, bugreport): orchestrator table {sweep.sweep_id} -f csv", style="dim"))
     return lines
 
 

@@ -54,6 +54,8 @@ class Layout:
 
     lines: list[Text] = field(default_factory=list)
     cut: bool = False
+    hidden: tuple[str, ...] = ()
+    """Headers of the columns left out to keep the root cause readable at this width."""
 
 
 def _header_pieces(header: str) -> list[str]:
@@ -129,7 +131,8 @@ class Grid:
     def render(self, width: int | None, *, wrap: bool = False) -> Layout:
         """The table's lines; with `wrap`, long root causes continue on more lines instead of being cut."""
         plan = self.plan(width)
-        layout = Layout()
+        hidden = (c.header for i, c in enumerate(self.columns) if c.kind == "extra" and i not in plan.columns)
+        layout = Layout(hidden=tuple(hidden))
         if plan.two_line:
             self._two_line(plan, width or 0, wrap, layout)
         else:

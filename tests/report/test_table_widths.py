@@ -83,10 +83,25 @@ def test_a_pipe_gets_every_row_whole_on_one_line() -> None:
     text = render_term(results, SWEEP, None)
     assert "…" not in text
     header = next(line for line in text.splitlines() if line.startswith("attention-backend"))
-    assert re.split(r"\s{2,}", header) == [*AXES, "status", "phase", "category", "attempts", "ready s", "root cause"]
+    assert re.split(r"\s{2,}", header) == [
+        *AXES, "status", "phase", "category", "run", "attempts", "ready s", "root cause"
+    ]  # fmt: skip
     long_row = next(line for line in text.splitlines() if "kernel_not_supported_on_arch" in line)
     assert long_row.rstrip().endswith("use flashmla_sparse or a bf16 KV cache instead")
     assert long_row.startswith("triton") and "cuda_graph_capture" in long_row and " 0/1 " in long_row
+    # Every row names its run, which `repro` and `bugreport` take; nothing says where else to find them.
+    for result in results:
+        assert result.run_id is not None and f"  {result.run_id}  " in text
+    assert "run ids" not in text
+
+
+def test_where_the_run_column_gives_way_a_last_line_says_where_run_ids_are() -> None:
+    results = demo_like()
+    text = render_term(results, SWEEP, 80)
+    assert not any(r.run_id is not None and r.run_id in text for r in results)
+    assert f"run ids (repro, bugreport): orchestrator table {SWEEP.sweep_id} -f csv" in text
+    wide = render_term(results, SWEEP, 200)
+    assert all(r.run_id is not None and r.run_id in wide for r in results) and "run ids" not in wide
 
 
 def test_narrow_matrices_keep_one_line_per_cell_at_80_columns() -> None:

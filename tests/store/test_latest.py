@@ -37,7 +37,8 @@ def morning(db: Path) -> Store:
     """A night's sweep, then a one-cell `run`, a repro, an all-invalid sweep and a sweep on another host."""
     store = Store(db)
     cells = [make_cell("triton"), make_cell("flashinfer"), make_cell("cutlass")]
-    add_sweep(store, make_sweep(NIGHT, 1_800_000_000.0), cells, [Status.PASS, Status.FAIL, Status.FAIL], True)
+    night = make_sweep(NIGHT, 1_800_000_000.0, settings={"retries": 1, "deadlines": {"model_load": 600.0}})
+    add_sweep(store, night, cells, [Status.PASS, Status.FAIL, Status.FAIL], True)
     one = make_sweep(ONE_RUN, 1_800_030_000.0, name="run", matrix_path=COMMAND_LINE)
     add_sweep(store, one, [make_cell("triton")], [Status.PASS], True)
     repro = make_sweep(REPRO, 1_800_031_000.0, settings={REPRO_OF: "r-0123456789"})
