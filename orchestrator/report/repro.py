@@ -36,6 +36,9 @@ from orchestrator.settings import Deadlines, ProbeSettings
 from orchestrator.store.records import RunRecord, SweepRecord
 
 LOG_TAIL_LINES = 40
+API_KEY_FLAG = "--api-key"
+API_KEY_ENV = "REPRO_API_KEY"
+"""Where the embedded probe reads the server's key (set for its process only, never on a command line)."""
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 """A secret flag value as the launch passed it: `"${ORCH_API_KEY}"`, expanded by the launch's shell."""
@@ -55,6 +58,12 @@ for port in random.sample(range(30000, 60000, 100), 64):
     finally:
         s.close()
 """
+
+_CURL_AUTH_PY = (
+    "import json, os; "
+    f'print("header = " + json.dumps("Authorization: Bearer " + os.environ["{API_KEY_ENV}"], ensure_ascii=False))'
+)
+"""curl's config line for the key (its quoting is JSON's), made from the environment, never from an argument."""
 
 _ERRORS_PY = """import re, sys
 pattern = re.compile(sys.argv[2])
@@ -90,6 +99,20 @@ class ReproLaunch:
             else:
                 words.append(word)
         return words
+
+    @property
+    def api_key_variable(self) -> str | None:
+        """The variable holding the server's `--api-key`, which the script's requests must then carry."""
+        for index, name in self.masked_args.items():
+            word = self.words[index]
+            if word.startswith(f"{API_KEY_FLAG}=") or (index > 0 and self.words[index - 1] == API_KEY_FLAG):
+                return name
+        return None
+
+    @property
+    def needed_secrets(self) -> tuple[str, ...]:
+        """Every variable the replay reads a secret from, each once: the run's secret environment, its masked flags."""
+        return tuple(dict.fromkeys((*self.secret_names, *self.masked_args.values())))
 
     def shell_words(self) -> str:
         """The command for bash: every word quoted, the port and masked values read from variables."""
@@ -187,6 +210,7 @@ def render_repro_script(run: RunRecord, cell: Cell, sweep: SweepRecord) -> str:
         "#!/usr/bin/env bash",
         *(f"# {_one_line(text)}" for text in _header(run, cell, sweep)),
         "# Needs bash, coreutils, curl and python3. Secrets come from your environment and are never written here.",
+        *_secrets_said(launch),
         "# Overrides: PORT=... GPUS=... READY_TIMEOUT=... PROBE_TIMEOUT=... PROBES='greedy sampled' (names, in order)",
         "# Exit: 0 no failure; 1 the failure reproduced; 2 could not run; 3 failed, but not where the run failed.",
         "set -u",
@@ -196,9 +220,17 @@ def render_repro_script(run: RunRecord, cell: Cell, sweep: SweepRecord) -> str:
         # Found before the run's environment (its PATH included) is exported.
         "PY3=$(command -v python3); CURL=$(command -v curl)",
     ]
-    for name in (*launch.secret_names, *launch.masked_args.values()):
+    for name in launch.needed_secrets:
         lines.append(f'( : "${{{name}:?{name} must be set: a secret, never written here}}" ) || exit 2')
     lines += [f"export {name}" for name in launch.secret_names]
+    key = launch.api_key_variable
+    # The server demands its key of every request: curl reads the header from its config on stdin, the
+    # probe from its environment; neither ever has it as an argument (ps shows arguments to everyone).
+    lines += [
+        f'{API_KEY_ENV}="${{{key}}}"' if key else f"{API_KEY_ENV}=",
+        "CURL_AUTH=",
+        f'[ -z "${API_KEY_ENV}" ] || CURL_AUTH=$({API_KEY_ENV}="${API_KEY_ENV}" "$PY3" -c {q(_CURL_AUTH_PY)})',
+    ]
     lines += [f"export {name}={q(value)}" for name, value in sorted(launch.env.items())]
     lines += [
         '[ -z "${GPUS:-}" ] || export CUDA_VISIBLE_DEVICES="$GPUS"',
@@ -223,7 +255,8 @@ def render_repro_script(run: RunRecord, cell: Cell, sweep: SweepRecord) -> str:
         'if [ "$READY" = 1 ] && [ -n "$PROBES" ]; then',
         "  # PROBES is a list of probe names: split on purpose.",
         f"  PROBE_CONF={q(json.dumps(_probe_conf(probes)))}",
-        '  "$PY3" - "$BASE" "$PID" "$PROBE_TIMEOUT" "$PROBE_CONF" "$WORK/failed_probe" $PROBES <<\'PY\'',
+        f'  {API_KEY_ENV}="${API_KEY_ENV}" "$PY3" - "$BASE" "$PID" "$PROBE_TIMEOUT" "$PROBE_CONF" \\',
+        """    "$WORK/failed_probe" $PROBES <<'PY'""",
         *inspect.getsource(repro_probe).splitlines(),
         "PY",
         '  [ "$?" != 2 ] || exit 2',
@@ -235,6 +268,17 @@ def render_repro_script(run: RunRecord, cell: Cell, sweep: SweepRecord) -> str:
         *_RESULT.splitlines(),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _secrets_said(launch: ReproLaunch) -> list[str]:
+    """Header lines naming each variable the script reads a secret from, and what for."""
+    if not launch.needed_secrets:
+        return ["# It reads no secret."]
+    uses = {name: "the run's environment" for name in launch.secret_names}
+    for index, name in launch.masked_args.items():
+        flag = launch.words[index].split("=", 1)[0] if "=" in launch.words[index] else launch.words[index - 1]
+        uses[name] = f"{flag}" + (", sent as Authorization: Bearer" if name == launch.api_key_variable else "")
+    return [f"# Secrets it reads (export them first): {', '.join(f'{n} ({u})' for n, u in uses.items())}."]
 
 
 def _header(run: RunRecord, cell: Cell, sweep: SweepRecord) -> list[str]:
@@ -278,7 +322,8 @@ trap 'exit 2' INT TERM"""
 _WAIT = """echo "repro: waiting for /health_generate (up to $READY_TIMEOUT s)"
 READY=0; FAILED_PROBE=; STARTED=$SECONDS
 while kill -0 "$PID" 2>/dev/null; do
-  CODE=$("$CURL" -s -o /dev/null -w '%{http_code}' --noproxy '*' --max-time 0.7 "$BASE/health_generate")
+  CODE=$(printf '%s\n' "${CURL_AUTH:-}" | "$CURL" -K - -s -o /dev/null -w '%{http_code}' --noproxy '*' --max-time 0.7 \
+    "$BASE/health_generate")
   if [ "$CODE" = 200 ]; then READY=1; break; fi
   [ $((SECONDS - STARTED)) -lt "$READY_TIMEOUT" ] || break
   sleep 0.25

@@ -2,7 +2,9 @@
 
 `python3 - BASE_URL PID TIMEOUT_S CONF_JSON FAILED_FILE PROBE...` sends the named probes in order,
 as the orchestrator's own probes do (probe/decode.py), prints each request and what came back, and
-stops at the first failure: its name goes to FAILED_FILE and the exit status is 1.
+stops at the first failure: its name goes to FAILED_FILE and the exit status is 1. A server launched
+with `--api-key` demands it of every request: the script sets REPRO_API_KEY in this process's
+environment (never an argument, which anyone on the host can read), and each request carries it.
 Nothing here may import the orchestrator: the script must run where it is not installed.
 """
 
@@ -32,6 +34,7 @@ class Probes:
         self.timeout = timeout
         self.conf = conf
         self.model: str | None = conf.get("model")
+        self.api_key = os.environ.get("REPRO_API_KEY") or None
         # No proxies: an http_proxy answering for 127.0.0.1 is a known way to get a wrong verdict.
         self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -39,6 +42,8 @@ class Probes:
         """The answer's body; Failed on an HTTP error status or no complete answer."""
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
         request = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
         try:
             with self.opener.open(request, timeout=self.timeout) as response:
