@@ -54,13 +54,6 @@ AxisValue = Union[FlagValue, Bundle]  # noqa: UP007 (a runtime alias, as FlagVal
 """One value of a matrix axis, or of an include/exclude entry: a flag value or a bundle of flags."""
 
 
-def flag_value(value: object) -> FlagValue:
-    """A stored or parsed value as a FlagValue: JSON lists (from the store) become FlagLists."""
-    if isinstance(value, (list, tuple)) and not isinstance(value, FlagList):
-        return FlagList(value)
-    return value  # type: ignore[return-value]
-
-
 class Status(str, Enum):
     """What became of one run."""
 
