@@ -18,6 +18,7 @@ from orchestrator.cli.common import (
     resolve_host,
     resolve_hosts,
 )
+from orchestrator.cli.progress import SweepProgress
 from orchestrator.cli.root import app
 from orchestrator.cli.sweep_plan import confirm_cost, not_run_lines
 from orchestrator.cli.sweep_resume import earlier_sweeps, finished_statuses, resume_command
@@ -32,7 +33,6 @@ from orchestrator.sweep.engine import SweepHooks, SweepOptions, run_sweep
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.interrupt import SweepInterrupted, report_lines
 from orchestrator.sweep.preflight import Preflight
-from orchestrator.sweep.progress import SweepProgress
 
 
 @app.command()

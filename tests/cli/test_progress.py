@@ -8,11 +8,11 @@ import io
 import pytest
 from rich.console import Console
 
+from orchestrator.cli.progress import SweepProgress
 from orchestrator.model import Category, Cell, Phase, Status, Verdict
 from orchestrator.sweep.cell_run import AttemptResult, Slot
 from orchestrator.sweep.plan import CellPlan
 from orchestrator.sweep.preflight import Preflight
-from orchestrator.sweep.progress import SweepProgress
 
 FAIL = Verdict(Status.FAIL, Phase.SAMPLED_DECODE, Category.NAN_IN_PROBS)
 PASS = Verdict(Status.PASS, Phase.AFTER_DECODE, Category.HEALTHY)
