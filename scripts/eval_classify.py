@@ -31,8 +31,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from orchestrator.classify.similar import cause_of
 from orchestrator.classify.verdict import classify
 from orchestrator.harvest.read import read_evidence
+from orchestrator.knowledge import public_logs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -99,14 +101,42 @@ def score_folder(folder: Path) -> list[Scored]:
         log = folder / f"{label['id']}.log"
         if not log.is_file():
             raise SystemExit(f"{folder}: label {label['id']!r} has no {log.name}; add the log or drop the label")
-        evidence = read_evidence(log)
-        verdict = classify(evidence)
+        verdict = classify(read_evidence(log))
+        near = (verdict.evidence or {}).get("similar") or []
         scored.append(
             Scored(folder.name, label["id"], label["category"], verdict.category.value,
                    label.get("root_cause_line"), verdict.root_cause_line, label.get("source", ""),
-                   tuple(label.get("also_ok") or ()))
+                   tuple(label.get("also_ok") or ()), near[0]["category"] if near else None)
         )
     return scored
+
+
+NOTE_CHARS = 240
+
+
+def shipped_evidence(folders: list[Path]) -> list[dict[str, Any]]:
+    """The evidence shipped for `similar` of every labelled failing log: never the log, only what it is compared
+    on (exception type, normalised cause line, innermost frames), its source, title, category, our note, and the
+    fingerprint that keeps a log from being offered as similar to itself."""
+    docs = []
+    for folder in folders:
+        for label in labels_of(folder):
+            root = label.get("root_cause_line")
+            if label["category"] == "healthy" or not root:
+                continue
+            evidence = read_evidence(folder / f"{label['id']}.log")
+            cause, etype, frames = cause_of(evidence, root)
+            note = " ".join(str(label.get("notes", "")).split())
+            docs.append({
+                "source": label["source"], "title": label.get("title") or "", "category": label["category"],
+                "also_ok": list(label.get("also_ok") or []),
+                "note": note if len(note) <= NOTE_CHARS else note[: NOTE_CHARS - 3] + "...",
+                "exception_type": etype, "cause": cause,
+                "frames": [public_logs.normalise(f) for f in frames[: public_logs.FRAMES]],
+                "fingerprint": public_logs.fingerprint(evidence.tail),
+            })
+    docs.sort(key=lambda d: (d["source"], d["cause"]))
+    return docs
 
 
 def figures(scored: list[Scored]) -> dict[str, Any]:
@@ -167,11 +197,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="list every miss with both answers (with --split: the fitting part's only)")
     parser.add_argument("--split", action="store_true",
                         help="score the fitting part (~3/4, by a hash of the source) and the checking part apart")
+    parser.add_argument("--ship-evidence", action="store_true",
+                        help=f"write the labelled failing logs' evidence for `similar` to {public_logs.DATA}")
     args = parser.parse_args(argv)
-    scored: list[Scored] = []
-    for folder in args.dirs or [d for d in DEFAULT_DIRS if d.is_dir()]:
+    folders: list[Path] = args.dirs or [d for d in DEFAULT_DIRS if d.is_dir()]
+    for folder in folders:
         if not folder.is_dir():
             parser.error(f"{folder} is not a folder of labelled logs")
+    if args.ship_evidence:
+        docs = shipped_evidence(folders)
+        public_logs.DATA.parent.mkdir(exist_ok=True)
+        public_logs.DATA.write_text(json.dumps(docs, indent=0, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"{len(docs)} logs' evidence written to {public_logs.DATA}")
+        return 0
+    scored: list[Scored] = []
+    for folder in folders:
         scored += score_folder(folder)
     if args.split:
         parts = split(scored)

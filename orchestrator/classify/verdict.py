@@ -20,6 +20,7 @@ from typing import Any
 
 from orchestrator.classify.candidates import Candidate, candidates
 from orchestrator.classify.phase import frame_phase
+from orchestrator.classify.similar import similar_to
 from orchestrator.classify.survival import ready_line_no
 from orchestrator.harvest.records import Evidence, LogLine
 from orchestrator.knowledge.lines import parse, strip_ansi, ts_key
@@ -107,7 +108,11 @@ def classify(evidence: Evidence, outcome: ProbeOutcome | None = None) -> Verdict
     """Name the outcome of a launch from its log evidence and, when there is one, what the probes saw."""
     cause = root_cause(evidence)
     verdict = _decide(evidence, outcome, cause)
-    return replace(verdict, evidence=cause.evidence()) if cause is not None else verdict
+    if cause is None:
+        return verdict
+    why = cause.evidence()
+    why["similar"] = [near.to_dict() for near in similar_to(evidence, verdict)]
+    return replace(verdict, evidence=why)
 
 
 def _decide(evidence: Evidence, outcome: ProbeOutcome | None, cause: Cause | None) -> Verdict:

@@ -58,6 +58,7 @@ def payload(evidence: Evidence, verdict: Verdict) -> dict[str, Any]:
     """The `--json` document: the verdict, why (`evidence`), and the evidence a reader needs."""
     return {
         **verdict.to_dict(),
+        "similar": similar(verdict),
         "root_cause_line_no": root_line_no(evidence, verdict),
         "first_error": evidence.first_error.text if evidence.first_error else None,
         "first_error_line_no": evidence.first_error.line_no if evidence.first_error else None,
@@ -95,6 +96,20 @@ def lines_around(path: Path, line_no: int, radius: int = CONTEXT) -> list[tuple[
     return out
 
 
+def similar(verdict: Verdict) -> list[dict[str, Any]]:
+    """The public logs the failure looks like (`[{source, title, category, score, note}]`, nearest first)."""
+    return list((verdict.evidence or {}).get("similar") or [])
+
+
+def looks_like(verdict: Verdict) -> str | None:
+    """One line naming the nearest public log: `looks like sgl-project/sglang#N: <title> (category, score)`."""
+    near = similar(verdict)
+    if not near:
+        return None
+    first = near[0]
+    return f"looks like {first['source']}: {first['title']} ({first['category']}, similarity {first['score']:.2f})"
+
+
 def why(verdict: Verdict) -> str | None:
     """One line on what decided the category (rule, exception, frame, a close runner-up)."""
     ev = verdict.evidence
@@ -129,6 +144,9 @@ def render(path: Path, evidence: Evidence, verdict: Verdict) -> Iterator[str]:
     said = why(verdict)
     if said:
         yield typer.style(said, dim=True)
+    resembles = looks_like(verdict)
+    if resembles:
+        yield resembles
     line_no = root_line_no(evidence, verdict)
     if line_no is not None:
         yield typer.style(f"\nroot cause, line {line_no}:", bold=True)

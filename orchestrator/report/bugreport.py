@@ -195,6 +195,16 @@ def _traceback(evidence: Mapping[str, Any]) -> list[str]:
     return [head, "", fence("\n".join(lines), "text"), ""]
 
 
+def _looks_like(why: Mapping[str, Any] | None) -> list[str]:
+    """The public issue the failure resembles most (the classifier's `similar`), as one line."""
+    near = (why or {}).get("similar") or []
+    if not near:
+        return []
+    first = near[0]
+    title = " ".join(str(first.get("title", "")).split()).replace("<", "&lt;")
+    return [f"Looks like {first['source']}: {title} (`{first['category']}`, similarity {first['score']:.2f}).", ""]
+
+
 def _neighbours(cell: Cell, results: Sequence[CellResult]) -> list[str]:
     found = neighbours(cell, results)
     if not found:
@@ -252,6 +262,7 @@ def render_bugreport(run: RunRecord, sweep: SweepRecord, results: Sequence[CellR
     ]
     if verdict is not None and verdict.root_cause_line:
         body += ["#### Root-cause line", "", fence(verdict.root_cause_line, "text"), ""]
+    body += _looks_like(verdict.evidence if verdict else None)
     body += _traceback(evidence)
     warnings = _warnings(evidence)
     if warnings:

@@ -91,3 +91,15 @@ def test_split_prints_one_line_per_part(capsys: object) -> None:
     pattern = (r"^(checking|fitting): category_accuracy=\d\.\d\d root_cause_line=\d\.\d\d healthy_false_alarms=\d+ "
                r"similar_precision=(?:\d\.\d\d|n/a) \(n=\d+\+\d+ healthy\)$")
     assert [re.match(pattern, line).group(1) for line in out[:2]] == ["checking", "fitting"]  # type: ignore[union-attr]
+
+
+def test_floors_on_the_checking_part() -> None:
+    # The honest estimate: logs whose misses no rule was written against (scripts/eval-classify --split).
+    ev = _eval()
+    scored = [s for d in ev.DEFAULT_DIRS if d.is_dir() for s in ev.score_folder(d)]
+    checking = ev.figures(ev.split(scored)["checking"])
+    assert checking["logs"] >= 30
+    assert checking["healthy_false_alarms"] == 0, checking
+    assert checking["root_cause_line"] >= 0.90, checking
+    assert checking["category_accuracy"] >= 0.80, checking
+    assert checking["similar_precision"] >= 0.90, checking

@@ -150,3 +150,28 @@ def test_classify_imports_no_ssh_http_or_terminal_library() -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["category"] == "tokenizer_or_template_error"
     assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_similar_public_logs_in_json_and_one_line_in_the_report(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(
+        "[2026-01-05 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl/python/sglang/srt/layers/sampler.py", line 120, in forward\n'
+        "    batch_next_token_ids = torch.multinomial(probs, num_samples=1)\n"
+        "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0\n"
+    )
+    doc = json.loads(runner.invoke(app, ["classify", "--json", str(log)]).stdout)
+    assert doc["similar"] and doc["similar"][0]["category"] == "nan_in_probs"
+    first = doc["similar"][0]
+    human = runner.invoke(app, ["classify", str(log)]).stdout.splitlines()
+    said = [line for line in human if line.startswith("looks like ")]
+    assert said == [f"looks like {first['source']}: {first['title']} (nan_in_probs, similarity {first['score']:.2f})"]
+
+
+def test_a_healthy_log_has_no_similar(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("[2026-01-05 10:00:03] The server is fired up and ready to roll!\n")
+    doc = json.loads(runner.invoke(app, ["classify", "--json", str(log)]).stdout)
+    assert doc["similar"] == []
+    human = runner.invoke(app, ["classify", str(log)]).stdout.splitlines()
+    assert not any(line.startswith("looks like") for line in human)

@@ -1,0 +1,39 @@
+"""The shipped public logs nearest to a failure (knowledge/public_logs.py): "looks like sgl-project/sglang#N".
+
+A failing verdict is compared on its root-cause line's words, its exception's type and its innermost frames,
+read from the evidence the same way the shipped evidence was (scripts/eval-classify --ship-evidence). A log
+that is itself one of the shipped logs is never offered its own source: its last lines identify it.
+"""
+
+from __future__ import annotations
+
+from orchestrator.classify.structure import exception_type, shape_of
+from orchestrator.harvest.records import Evidence, TracebackRecord
+from orchestrator.knowledge.lines import EXCEPTION_START_RE, parse, strip_ansi
+from orchestrator.knowledge.public_logs import Near, corpus, fingerprint, normalise, words
+from orchestrator.model import Status, Verdict
+
+
+def traceback_at(evidence: Evidence, line: str) -> TracebackRecord | None:
+    """The traceback whose exception line (else any line) is `line`."""
+    found = next((t for t in evidence.tracebacks if t.exception_line and t.exception_line.text == line), None)
+    return found or next((t for t in evidence.tracebacks if line in t.lines), None)
+
+
+def cause_of(evidence: Evidence, line: str) -> tuple[str, str | None, list[str]]:
+    """What a root-cause line is compared on: its message normalised, the exception type, the innermost frames."""
+    message = parse(strip_ansi(line)).body.strip() or line.strip()
+    tb = traceback_at(evidence, line)
+    if tb is not None and tb.exception_line is not None and tb.exception_line.text == line:
+        shape = shape_of(tb)
+        return normalise(message), shape.exception_type, list(shape.frames)
+    etype = exception_type(message) if EXCEPTION_START_RE.match(message) else None
+    return normalise(message), etype, []
+
+
+def similar_to(evidence: Evidence, verdict: Verdict) -> list[Near]:
+    """The shipped logs near a failing verdict, nearest first (none for a pass or a verdict with no line)."""
+    if verdict.status is Status.PASS or not verdict.root_cause_line:
+        return []
+    cause, etype, frames = cause_of(evidence, verdict.root_cause_line)
+    return corpus().nearest(words(cause, etype, frames), own=fingerprint(evidence.tail))
