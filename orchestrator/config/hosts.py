@@ -16,11 +16,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from orchestrator.config.checks import DEADLINE_NAMES, as_mapping, env_names, known_keys, nul_bytes
-from orchestrator.config.diagnostics import error_at, from_pydantic
+from orchestrator.config.diagnostics import dotted, error_at, from_pydantic
 from orchestrator.config.model import DEFAULT_LAUNCHER, HostConfig, InstallConfig, SlurmConfig, Transport
 from orchestrator.config.schema import HostEntry, InstallEntry, SlurmEntry
 from orchestrator.config.yamlpos import LoadedYaml, YamlPath, load_yaml
 from orchestrator.errors import ConfigError, ConfigErrors
+from orchestrator.transport.ssh_target import note_origin
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SSH = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?P<host>\[[^\]\s]+\]|[^:@\s\[\]]+)(?::(?P<port>\d+))?$")
@@ -140,12 +141,39 @@ def _raw_checks(doc: LoadedYaml, name: str, raw: object) -> list[ConfigError]:
     errors = [error for path, env in envs.items() for error in env_names(doc, path, env)]
     errors += known_keys(doc, (*at, "deadlines"), raw.get("deadlines"), DEADLINE_NAMES)
     errors += nul_bytes(doc, at, raw)
+    errors += _surrogates(doc, at, raw)
     declared = set().union(*envs.values())
     secrets = raw.get("secrets")
     for index, secret in enumerate(secrets if isinstance(secrets, list) else []):
         if secret not in declared:
             message = f"secrets lists {secret!r}, which no env of host {name!r} sets"
             errors.append(error_at(doc, (*at, "secrets", index), message, "add it to env:, or fix the name"))
+    return errors
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogates(doc: LoadedYaml, path: YamlPath, value: object, depth: int = 4) -> list[ConfigError]:
+    """Errors for text (keys included) holding a lone UTF-16 surrogate, which no host name, path or argument can be
+    encoded with: a JSON-style `\\ud83d\\ude00` pair is two of them in YAML, not one character."""
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        if found is None:
+            return []
+        code = f"\\u{ord(found.group()):04x}"
+        shown = dotted(path).encode("utf-8", "backslashreplace").decode()  # printable, whatever the key holds
+        message = f"{shown} contains {code}, half of a UTF-16 surrogate pair, which is not a character"
+        fix = "write the character itself, or one \\UXXXXXXXX escape (YAML does not join \\uD83D\\uDE00 pairs)"
+        return [error_at(doc, path, message, fix)]
+    # Bounded, as nul_bytes is: aliases can nest a small file into billions of values.
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    errors = []
+    for key, item in items:
+        if isinstance(key, str) and _SURROGATE.search(key):
+            errors += _surrogates(doc, (*path, key), key, 0)
+        elif depth > 0:
+            errors += _surrogates(doc, (*path, key), item, depth - 1)
     return errors
 
 
@@ -163,6 +191,9 @@ def _host(doc: LoadedYaml, name: str, entry: HostEntry) -> tuple[list[ConfigErro
     if errors or reach is None:
         return errors, None
     transport, user, host, port = reach
+    if host is not None:
+        # So that a connection's errors name this entry (the transport sees only user, host and port).
+        note_origin(host, port, user, f"{doc.file}:{doc.nearest_line((*at, 'ssh'))} (host {name!r})")
     return [], HostConfig(
         name=name,
         transport=transport,

@@ -17,16 +17,14 @@ import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
-
 from orchestrator.errors import LaunchError
 from orchestrator.transport.base import CommandResult
 from orchestrator.transport.shell import ShellCommand, check_env_name
 
 LAUNCH_TIMEOUT_S = 30.0
-# How long a recovered launch may take to write its pid into the pid file it has claimed.
-PID_WAIT_STOP = stop_after_delay(5.0)
-PID_WAIT = wait_fixed(0.01)
+PID_WAIT_S = 5.0
+"""How long a recovered launch may take to write its pid into the pid file it has claimed."""
+PID_POLL_S = 0.01
 
 log = logging.getLogger(__name__)
 
@@ -119,9 +117,12 @@ def recover_pid(
     first = read()
     if first is None:
         return None
+    # Here, not at the top: tenacity costs 45 ms to import, and the local transport never recovers a launch.
+    from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
+
     # Claimed but empty: the launcher is between claiming the file and writing the pid.
     waiting = Retrying(
-        stop=PID_WAIT_STOP, wait=PID_WAIT, sleep=sleep,
+        stop=stop_after_delay(PID_WAIT_S), wait=wait_fixed(PID_POLL_S), sleep=sleep,
         retry=retry_if_result(lambda data: not data), retry_error_callback=lambda state: b"",
     )  # fmt: skip
     data = first or waiting(read) or b""

@@ -41,6 +41,7 @@ from orchestrator.transport.launch import EXIT_PID_FILE_EXISTS, LAUNCH_TIMEOUT_S
 from orchestrator.transport.shell import ShellCommand
 from orchestrator.transport.ssh_channel import collect
 from orchestrator.transport.ssh_connect import new_connection
+from orchestrator.transport.ssh_errors import connect_error
 from orchestrator.transport.ssh_files import (
     read_command,
     read_result,
@@ -336,11 +337,15 @@ class SshTransport(Transport):
         with map_transport_errors(f"{self.describe()}: connect", connecting=True):
             # A fresh socket per open: paramiko closes the one it was given, and Fabric's reopen
             # of a dead socket fails with EBADF (testhost.md §3).
-            sock = self._socket()
+            try:
+                sock = self._socket()
+            except Exception as exc:
+                raise connect_error(t, exc) or exc from exc
             try:
                 conn.connect_kwargs["sock"] = sock
                 conn.open()
             except BaseException as exc:
+                reached = conn.client.get_transport()  # whether it got past TCP (and heard a banner)
                 # Paramiko leaves the transport thread running after a failed connect.
                 conn.client.close()
                 sock.close()
@@ -348,6 +353,9 @@ class SshTransport(Transport):
                     raise refused_key_error(t, exc) from exc
                 if isinstance(exc, paramiko.AuthenticationException):
                     raise auth_refused(t, exc) from exc
+                explained = connect_error(t, exc, reached) if isinstance(exc, Exception) else None
+                if explained is not None:
+                    raise explained from exc
                 raise
             conn.transport.set_keepalive(KEEPALIVE_S)
         self._connected_once = True

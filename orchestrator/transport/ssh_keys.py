@@ -85,5 +85,6 @@ def auth_refused(target: ResolvedTarget, exc: BaseException) -> ConnectFailed:
         else f"add the public key to ~{target.user}/.ssh/authorized_keys on {target.hostname}, or point "
         "identity_file (or IdentityFile in the ssh config) at a key it accepts"
     )
+    origin = f" [configured at {target.origin}]" if target.origin else ""
     return ConnectFailed(f"{target.describe()}: authentication failed as {target.user}: {why}; tried: {tried}{only}"
-                         f" (fix: {fix})")  # fmt: skip
+                         f"{origin} (fix: {fix})")  # fmt: skip

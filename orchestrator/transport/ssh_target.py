@@ -12,6 +12,14 @@ from orchestrator.transport.ssh_include import config_text
 DEFAULT_PORT = 22
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 
+_ORIGINS: dict[tuple[str, int | None, str | None], str] = {}
+"""(host, port, user) as hosts.yaml gives them -> where: `FILE:LINE (host NAME)`, for the errors of a connection."""
+
+
+def note_origin(host: str, port: int | None, user: str | None, origin: str) -> None:
+    """Remember where a target was configured (hosts.yaml's loader calls it), so that its errors can say so."""
+    _ORIGINS[(host, port, user)] = origin
+
 
 @dataclass(frozen=True)
 class SshTarget:
@@ -57,6 +65,8 @@ class ResolvedTarget:
     ssh_config_path: str | None = None
     jump_for: str | None = None
     """Set on a ProxyJump bastion: the host it leads to."""
+    origin: str | None = None
+    """Where hosts.yaml configures this target (`FILE:LINE (host NAME)`), when it does."""
 
     @property
     def known_hosts_name(self) -> str:
@@ -99,6 +109,7 @@ def resolve(target: SshTarget) -> ResolvedTarget:
         proxy_jump=_proxy_jump(target.proxy_jump if target.proxy_jump is not None else found.get("proxyjump")),
         ssh_config_path=target.ssh_config_path,
         jump_for=target.jump_for,
+        origin=_ORIGINS.get((target.host, target.port, target.user)),
     )
 
 

@@ -162,3 +162,29 @@ def test_stored_form_masks_secrets(tmp_path: Path) -> None:
     stored = load_hosts(tmp_path / "hosts.yaml")["h"].to_dict()
     assert stored["env"] == {"A_TOKEN": "***", "B": "***", "C": "visible", "D": "***"}
     assert "literal-tok" not in repr(stored) and "hidden" not in repr(stored)
+
+
+def test_json_escaped_surrogate_pairs_are_refused_with_line_and_fix(tmp_path: Path) -> None:
+    pair = "\\ud83d\\ude00"  # as JSON writes 😀: YAML reads two lone surrogates, which nothing can encode
+    text = f'a:\n  ssh: "me@10.0.0.{pair}"\n  env: {{X: "{pair}"}}\n  "{pair}": 1\n'
+    errors = errors_of(text, tmp_path)
+    ours = [e for e in errors if "surrogate" in e.message]
+    assert [(e.line, e.message.split(" contains ")[0]) for e in ours] == [
+        (2, "a.ssh"), (3, "a.env.X"), (4, "a.\\ud83d\\ude00"),
+    ]  # fmt: skip
+    assert all(e.file == str(tmp_path / "hosts.yaml") and "\\U" in (e.fix or "") for e in ours)
+    assert all(str(e).encode("utf-8") for e in ours)  # printable: no lone surrogate left in the message
+    ok = tmp_path / "ok.yaml"
+    ok.write_text('b:\n  ssh: "me@h:22"\n  workdir: "/w/\\U0001F600"\n')  # the escape the fix names
+    assert load_hosts(ok)["b"].workdir == "/w/😀"
+
+
+def test_an_ssh_host_remembers_its_file_and_line_for_connection_errors(tmp_path: Path) -> None:
+    from orchestrator.host.session import transport_spec
+    from orchestrator.transport.ssh_target import SshTarget, resolve
+
+    path = tmp_path / "hosts.yaml"
+    path.write_text("# my hosts\nlocal-box:\n  transport: local\ngpu:\n  gpus: 8\n  ssh: me@127.0.0.1:2222\n")
+    spec = transport_spec(load_hosts(path)["gpu"])
+    assert isinstance(spec, SshTarget)
+    assert resolve(spec).origin == f"{path}:6 (host 'gpu')"
