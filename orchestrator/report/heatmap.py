@@ -213,8 +213,40 @@ def layout(
 
 PASS_COLOUR = "#1a9850"
 STATUS_COLOURS = {"invalid": "#f2c14e", "infra": "#6c7a89", "skipped": "#d5d9de", "not run": "#eceff2"}
+CATEGORY_COLOURS: dict[str, str] = {
+    # Fixed per category, so a category keeps its colour from one report to the next (last night's red is
+    # tonight's red); none is the pass green, the invalid amber or the infra grey. Related causes share a hue.
+    Category.NAN_IN_PROBS.value: "#d73027",
+    Category.CUDA_DEVICE_ASSERT.value: "#f46d43",
+    Category.ILLEGAL_MEMORY_ACCESS.value: "#a50026",
+    Category.WRONG_OUTPUT.value: "#e7298a",
+    Category.CUDA_OOM.value: "#8e44ad",
+    Category.KV_CACHE_TOO_SMALL.value: "#c39bd3",
+    Category.GPU_MEMORY_IN_USE.value: "#54278f",
+    Category.UNSUPPORTED_CONFIG.value: "#2c7bb6",
+    Category.INVALID_ARGUMENT.value: "#92c5de",
+    Category.KERNEL_NOT_SUPPORTED_ON_ARCH.value: "#c51b7d",
+    Category.KERNEL_JIT_ERROR.value: "#f1b6da",
+    Category.CUDA_GRAPH_CAPTURE_FAILED.value: "#de77ae",
+    Category.IMPORT_ERROR.value: "#8c510a",
+    Category.WEIGHTS_LOAD_ERROR.value: "#bf812d",
+    Category.TOKENIZER_OR_TEMPLATE_ERROR.value: "#543005",
+    Category.NCCL_ERROR.value: "#35978f",
+    Category.PORT_IN_USE.value: "#01665e",
+    Category.HANG_OR_TIMEOUT.value: "#1b1b3a",
+    Category.PROCESS_KILLED.value: "#762a83",
+    Category.WARMUP_REQUEST_FAILED.value: "#e08214",
+    Category.PYTHON_EXCEPTION_OTHER.value: "#4575b4",
+    Category.UNKNOWN.value: "#7b7d2a",
+}
 FAIL_COLOURS = ("#d73027", "#f46d43", "#8e44ad", "#c51b7d", "#2c7bb6", "#8c510a", "#e7298a", "#4d4d4d", "#35978f")
-"""Failure categories, commonest first: the commonest failure is red; none is green, amber or grey."""
+"""For a category this release does not know (a store written by a newer one): picked by its name, not its order."""
+
+
+def category_colour(key: str) -> str:
+    """The fixed colour of a failure category; an unknown one's from its name, the same in every report."""
+    known = CATEGORY_COLOURS.get(key)
+    return known if known is not None else FAIL_COLOURS[sum(key.encode()) % len(FAIL_COLOURS)]
 
 
 def colour_key(result: CellResult) -> str:
@@ -240,7 +272,10 @@ def _text_on(background: str) -> str:
 
 @dataclass(frozen=True)
 class Palette:
-    """Background and text colour per colour key, in legend order: pass, failures commonest first, the rest."""
+    """Background and text colour per colour key, in legend order: pass, failures commonest first, the rest.
+
+    The order is the sweep's; the colours are fixed by key (CATEGORY_COLOURS), the same in every report.
+    """
 
     colours: dict[str, tuple[str, str]]
 
@@ -260,7 +295,7 @@ def palette_of(results: Sequence[CellResult]) -> Palette:
     counts = Counter(colour_key(r) for r in results)
     failures = sorted((k for k in counts if k not in STATUS_COLOURS and k != "pass"), key=lambda k: (-counts[k], k))
     colours: dict[str, str] = {"pass": PASS_COLOUR} if "pass" in counts else {}
-    colours.update({k: FAIL_COLOURS[i % len(FAIL_COLOURS)] for i, k in enumerate(failures)})
+    colours.update({k: category_colour(k) for k in failures})
     colours.update({k: c for k, c in STATUS_COLOURS.items() if k in counts})
     return Palette({k: (c, _text_on(c)) for k, c in colours.items()})
 

@@ -6,6 +6,7 @@ is a failure. The screenshot it takes is kept for a person to look at: its path 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -109,5 +110,46 @@ def test_the_page_works_in_chromium(browser: Any, page: tuple[Path, Path], tmp_p
     shot = tmp_path / "report.png"
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
     kept = Path(tempfile.gettempdir()) / "orchestrator-report-screenshot.png"
+    shutil.copyfile(shot, kept)
+    print(f"screenshot: {shot} (copy: {kept})")
+
+
+_OVERLAPS = """
+const boxes = el => el.getBoundingClientRect();
+const meets = (a, b) => a.width && b.width
+  && a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+return [...document.querySelectorAll('button.cell')].filter(c => c.querySelector('.badge')).map(c => {
+  const cell = boxes(c), badge = boxes(c.querySelector('.badge'));
+  const texts = [...c.querySelectorAll('.main, .sub')].map(boxes);
+  return {
+    badge: c.querySelector('.badge').textContent,
+    inside: badge.left >= cell.left && badge.right <= cell.right
+      && badge.top >= cell.top && badge.bottom <= cell.bottom,
+    covers: texts.some(t => meets(t, badge)),
+  };
+});
+"""
+
+
+def test_the_regressed_badge_covers_none_of_the_cells_text(
+    browser: Any, page: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from orchestrator.report.html import render_html
+    from tests.report.test_html import _flipped
+
+    _, db = page
+    record, results = load(db)
+    base = dataclasses.replace(record, sweep_id="s-20260101-000000-base")
+    html = tmp_path / "compared.html"
+    html.write_text(render_html(record, results, baseline=(base, _flipped(results))), encoding="utf-8")
+    browser.set_window_size(1600, 1200)
+    browser.get(html.as_uri())
+    found = browser.execute_script(_OVERLAPS)
+    assert sorted(b["badge"] for b in found) == ["▲ fixed", "▼ regressed"], found
+    for badge in found:
+        assert badge["inside"] and not badge["covers"], badge
+    shot = tmp_path / "compared.png"
+    assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    kept = Path(tempfile.gettempdir()) / "orchestrator-report-compared-screenshot.png"
     shutil.copyfile(shot, kept)
     print(f"screenshot: {shot} (copy: {kept})")
