@@ -34,6 +34,7 @@ from orchestrator.report import repro_probe
 from orchestrator.secret import MASK, SecretRef
 from orchestrator.settings import Deadlines, ProbeSettings
 from orchestrator.store.records import RunRecord, SweepRecord
+from orchestrator.textsafe import visible
 
 LOG_TAIL_LINES = 40
 API_KEY_FLAG = "--api-key"
@@ -65,10 +66,28 @@ _CURL_AUTH_PY = (
 )
 """curl's config line for the key (its quoting is JSON's), made from the environment, never from an argument."""
 
+_VISIBLE_PY = (
+    "from __future__ import annotations\nimport re\n"
+    + "\n".join(line for line in inspect.getsource(repro_probe).splitlines() if line.startswith("CONTROL = "))
+    + "\n\n"
+    + inspect.getsource(repro_probe.visible)
+    + "\n"
+)
+"""The probe's `visible`, for the script's other snippets that print server text."""
+
+_SHOW_PY = (
+    _VISIBLE_PY
+    + """import io, sys
+for line in io.TextIOWrapper(sys.stdin.buffer, errors="replace"):
+    sys.stdout.write(visible(line))
+"""
+)
+"""stdin to stdout, control characters shown: the log's tail as the user's terminal may receive it."""
+
 _ERRORS_PY = """import re, sys
 pattern = re.compile(sys.argv[2])
 with open(sys.argv[1], errors="replace") as log:
-    hits = [f"{n}: {line.rstrip()[:300]}" for n, line in enumerate(log, 1) if pattern.search(line)]
+    hits = [f"{n}: {visible(line.rstrip()[:300])}" for n, line in enumerate(log, 1) if pattern.search(line)]
 print("\\n".join(hits[:20]) or "(none)")
 """
 
@@ -116,13 +135,13 @@ class ReproLaunch:
 
     def shell_words(self) -> str:
         """The command for bash: every word quoted, the port and masked values read from variables."""
-        out = [shlex.quote(w) for w in self.words]
+        out = [shell_quote(w) for w in self.words]
         if self.port_index is not None:
             out[self.port_index] = '"$PORT"'
         for index, name in self.masked_args.items():
             word = self.words[index]
             prefix = "" if _REFERENCE.match(word) else word[: -len(MASK)]
-            out[index] = f'{shlex.quote(prefix) if prefix else ""}"${name}"'
+            out[index] = f'{shell_quote(prefix) if prefix else ""}"${name}"'
         return " ".join(out)
 
 
@@ -231,7 +250,7 @@ def render_repro_script(run: RunRecord, cell: Cell, sweep: SweepRecord) -> str:
         "CURL_AUTH=",
         f'[ -z "${API_KEY_ENV}" ] || CURL_AUTH=$({API_KEY_ENV}="${API_KEY_ENV}" "$PY3" -c {q(_CURL_AUTH_PY)})',
     ]
-    lines += [f"export {name}={q(value)}" for name, value in sorted(launch.env.items())]
+    lines += [f"export {name}={shell_quote(value)}" for name, value in sorted(launch.env.items())]
     lines += [
         '[ -z "${GPUS:-}" ] || export CUDA_VISIBLE_DEVICES="$GPUS"',
         f'[ -n "${{READY_TIMEOUT:-}}" ] || READY_TIMEOUT={math.ceil(deadlines.ready)}',
@@ -262,8 +281,8 @@ def render_repro_script(run: RunRecord, cell: Cell, sweep: SweepRecord) -> str:
         '  [ "$?" != 2 ] || exit 2',
         '  [ ! -f "$WORK/failed_probe" ] || FAILED_PROBE=$(cat "$WORK/failed_probe")',
         "fi",
-        *_REPORT.replace("TAIL_LINES", str(LOG_TAIL_LINES)).splitlines(),
-        f'"$PY3" -c {q(_ERRORS_PY)} "$LOG" {q(ERROR_PATTERN)}',
+        *_REPORT.replace("TAIL_LINES", str(LOG_TAIL_LINES)).replace("SHOW_PY", q(_SHOW_PY)).splitlines(),
+        f'"$PY3" -c {q(_VISIBLE_PY + _ERRORS_PY)} "$LOG" {q(ERROR_PATTERN)}',
         f"EXPECT={q(expect)}; EXPECT_PROBE={q(expect_probe)}",
         *_RESULT.splitlines(),
     ]
@@ -300,7 +319,23 @@ def _header(run: RunRecord, cell: Cell, sweep: SweepRecord) -> list[str]:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return " ".join(visible(text).split())
+
+
+def shell_quote(word: str) -> str:
+    """`word` quoted for bash; one holding a control character as `$'...'`, each such character's UTF-8 bytes
+    escaped: the script passes the very same bytes, and printing it sends nothing a terminal obeys."""
+    if visible(word) == word:
+        return shlex.quote(word)
+    return "$'" + "".join(map(_ansi_c, word)) + "'"
+
+
+def _ansi_c(char: str) -> str:
+    if char in "\\'":
+        return "\\" + char
+    if char != "\n" and visible(char) == char:
+        return char
+    return "".join(f"\\x{byte:02x}" for byte in char.encode("utf-8", "surrogateescape"))
 
 
 _SETSID_EXEC = "import os, sys; os.setsid(); os.execvp(sys.argv[1], sys.argv[1:])"
@@ -344,7 +379,7 @@ else
   DIED=1; wait "$PID" 2>/dev/null; echo "repro: the server process $PID DIED (exit status $?)"
 fi
 echo "--- last TAIL_LINES lines of $LOG ---"
-tail -n TAIL_LINES "$LOG"
+tail -n TAIL_LINES "$LOG" | "$PY3" -c SHOW_PY
 echo "--- first lines of the log matching error patterns ---"
 """
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 import urllib.error
@@ -19,6 +20,27 @@ import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+CONTROL = re.compile("\r(?=\n)|[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """Text from the server shown, not obeyed, on the user's terminal: control characters as `^[`, `\\x9b`.
+
+    The same rule as orchestrator/textsafe.py (a test holds them equal); here because this file runs alone.
+    """
+
+    def shown(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        if code == 0x0D and match.string[match.end() : match.end() + 1] == "\n":
+            return ""  # CR LF: the CR moves nothing the LF does not
+        if code < 0x20:
+            return "^" + chr(code + 0x40)
+        if code == 0x7F:
+            return "^?"
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return CONTROL.sub(shown, text)
 
 
 class Failed(Exception):
@@ -166,7 +188,7 @@ def main(argv: list[str]) -> int:
         try:
             answer = steps[name]()
         except Failed as exc:
-            print(f"  FAILED after {time.monotonic() - started:.2f} s: {exc}", flush=True)
+            print(f"  FAILED after {time.monotonic() - started:.2f} s: {visible(str(exc))}", flush=True)
             with open(failed_file, "w") as out:
                 out.write(name)
             return 1
