@@ -10,6 +10,7 @@ import re
 import shlex
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,16 @@ from pydantic import ValidationError
 
 from orchestrator.config.checks import DEADLINE_NAMES, as_mapping, env_names, known_keys, nul_bytes
 from orchestrator.config.diagnostics import dotted, error_at, from_pydantic
-from orchestrator.config.model import DEFAULT_LAUNCHER, HostConfig, InstallConfig, SlurmConfig, Transport
+from orchestrator.config.model import (
+    DEFAULT_LAUNCHER,
+    EnvValue,
+    HostConfig,
+    InstallConfig,
+    SecretRef,
+    SlurmConfig,
+    Transport,
+    resolve_env,
+)
 from orchestrator.config.schema import HostEntry, InstallEntry, SlurmEntry
 from orchestrator.config.yamlpos import LoadedYaml, YamlPath, load_yaml
 from orchestrator.errors import ConfigError, ConfigErrors
@@ -61,6 +71,57 @@ def _host_keys(section: YamlPath) -> list[str]:
     if len(section) == 2 and section[1] == "slurm":
         return list(SlurmEntry.model_fields)
     return list(InstallEntry.model_fields) if len(section) == 3 and section[1] == "installs" else []
+
+
+DEFAULT_HOSTS_FILES = (Path("configs/hosts.yaml"), Path("~/.config/orchestrator/hosts.yaml"))
+"""Where hosts.yaml is looked for when neither --hosts nor $ORCHESTRATOR_HOSTS names one."""
+
+
+def locate_hosts_file(explicit: Path | None, environ: Mapping[str, str]) -> Path | None:
+    """The hosts.yaml to read: `--hosts FILE`, else $ORCHESTRATOR_HOSTS, else the first default that exists.
+
+    A file the user named (either way) must exist: silently reading another one instead would run the night on
+    hosts nobody meant. None when no default exists either (only `--host sim` works then).
+    """
+    named = environ.get("ORCHESTRATOR_HOSTS")
+    for path, how in ((explicit, "--hosts"), (Path(named).expanduser() if named else None, "$ORCHESTRATOR_HOSTS")):
+        if path is None:
+            continue
+        if not path.exists():
+            where = "" if path.is_absolute() else f" (relative to the current directory, {Path.cwd()})"
+            fix = f"give {how} the path of an existing hosts.yaml" + (
+                ", or unset ORCHESTRATOR_HOSTS to use configs/hosts.yaml" if how.startswith("$") else ""
+            )
+            raise ConfigError(f"{how} names {path}, which does not exist{where}", file=str(path), fix=fix)
+        if path.is_dir():
+            raise ConfigError(f"{how} names {path}, which is a folder", file=str(path), fix="name the hosts.yaml in it")
+        return path
+    return next((p for p in (d.expanduser() for d in DEFAULT_HOSTS_FILES) if p.exists()), None)
+
+
+_ENV_LINES: dict[tuple[str, str], tuple[str, int]] = {}
+"""(host, env name) -> the hosts.yaml file and line that set it (the install's line where an install sets it)."""
+
+
+def resolve_host_env(
+    host: HostConfig, env: Mapping[str, EnvValue], environ: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """`resolve_env` for one of `host`'s environments, an unset secret variable named with its hosts.yaml line."""
+    missing = []
+    for name, value in env.items():
+        if isinstance(value, SecretRef) and value.resolve(environ) is None:
+            file, line = _ENV_LINES.get((host.name, name), (None, None))
+            missing.append(
+                ConfigError(
+                    f"environment variable {value.name} is not set; {name} of host {host.name!r} reads its value "
+                    "from it (a secret: never written to hosts.yaml)",
+                    file=file, line=line,
+                    fix=f"export {value.name}=... in the shell that runs the orchestrator",
+                )
+            )  # fmt: skip
+    if missing:
+        raise ConfigErrors(missing)
+    return resolve_env(env, environ, host.secrets)
 
 
 def load_hosts(path: str | Path) -> dict[str, HostConfig]:
@@ -194,6 +255,11 @@ def _host(doc: LoadedYaml, name: str, entry: HostEntry) -> tuple[list[ConfigErro
     if host is not None:
         # So that a connection's errors name this entry (the transport sees only user, host and port).
         note_origin(host, port, user, f"{doc.file}:{doc.nearest_line((*at, 'ssh'))} (host {name!r})")
+    for key in entry.env:
+        _ENV_LINES[(name, key)] = (doc.file, doc.nearest_line((*at, "env", key)))
+    for install, spec in entry.installs.items():
+        for key in spec.env:
+            _ENV_LINES.setdefault((name, key), (doc.file, doc.nearest_line((*at, "installs", install, "env", key))))
     return [], HostConfig(
         name=name,
         transport=transport,

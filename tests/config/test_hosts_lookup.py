@@ -73,3 +73,49 @@ def test_unknown_host_error_lists_the_files_tried(tmp_path: Path, monkeypatch: p
     for tried in ("nowhere.yaml", "configs/hosts.yaml", ".config/orchestrator/hosts.yaml"):
         assert tried in message
     assert resolve_host("sim", scenario=None, hosts_file=None).transport == "sim"
+
+
+def test_a_named_hosts_file_that_is_missing_is_refused_not_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestrator.config.hosts import locate_hosts_file
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "hosts.yaml").write_text("box:\n  ssh: u@cwd-file:22\n")
+    assert locate_hosts_file(None, {}) == Path("configs/hosts.yaml").expanduser()
+    with pytest.raises(ConfigError) as caught:
+        locate_hosts_file(Path("missing.yaml"), {})
+    text = str(caught.value)
+    assert text.startswith("missing.yaml: --hosts names missing.yaml, which does not exist")
+    assert f"relative to the current directory, {tmp_path}" in text and "fix: give --hosts the path" in text
+    with pytest.raises(ConfigError) as caught:
+        locate_hosts_file(None, {"ORCHESTRATOR_HOSTS": str(tmp_path / "gone.yaml")})
+    assert "$ORCHESTRATOR_HOSTS names" in str(caught.value) and "unset ORCHESTRATOR_HOSTS" in str(caught.value)
+    with pytest.raises(ConfigError, match="which is a folder"):
+        locate_hosts_file(tmp_path / "configs", {})
+    env_file = tmp_path / "env.yaml"
+    env_file.write_text("box: {ssh: u@env-file:22}\n")
+    assert locate_hosts_file(None, {"ORCHESTRATOR_HOSTS": str(env_file)}) == env_file
+    assert locate_hosts_file(Path("configs/hosts.yaml"), {"ORCHESTRATOR_HOSTS": str(tmp_path / "gone")}) == Path(
+        "configs/hosts.yaml"
+    )  # --hosts wins, and the variable is not even looked at
+
+
+def test_an_unset_secret_variable_names_the_hosts_file_and_line(tmp_path: Path) -> None:
+    from orchestrator.config.hosts import resolve_host_env
+
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text(
+        "gpu:\n  ssh: me@127.0.0.1:2222\n  env:\n    PLAIN: '1'\n    HF_TOKEN: {secret: ORCH_TEST_UNSET_HF}\n"
+        "  installs:\n    nightly:\n      launcher: python -m sglang.launch_server\n"
+        "      env: {KEY: {secret: ORCH_TEST_UNSET_KEY}}\n"
+    )
+    host = load_hosts(hosts)["gpu"]
+    with pytest.raises(ConfigErrors) as caught:
+        resolve_host_env(host, host.env_for("nightly"), {})
+    assert [(e.file, e.line) for e in caught.value.errors] == [(str(hosts), 5), (str(hosts), 9)]
+    assert str(caught.value).startswith(f"{hosts}:5: environment variable ORCH_TEST_UNSET_HF is not set; HF_TOKEN")
+    plain, secrets = resolve_host_env(host, host.env, {"ORCH_TEST_UNSET_HF": "hf_x"})
+    assert plain == {"PLAIN": "1"} and secrets == {"HF_TOKEN": "hf_x"}
