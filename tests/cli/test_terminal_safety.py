@@ -31,6 +31,7 @@ from orchestrator.cli.common import exits_on_error
 from orchestrator.errors import ConfigError
 from orchestrator.store import Store
 from orchestrator.textsafe import GuardedStream, SafeConsole, elide, visible
+from tests.cli.test_compare import SIM_059, sim_host
 from tests.paths import REPO
 from tests.store.test_records import make_cell, make_outcome, make_run, make_sweep, make_verdict
 
@@ -191,3 +192,18 @@ def test_table_on_a_real_terminal_is_coloured_and_obeys_nothing_of_the_log(craft
     assert "^[[32mALL" in printed  # the crafted colour, shown as text
     assert not _raw_controls(SGR.sub("", printed).replace("\r\n", "\n")), repr(printed)
     assert not re.search(r"\x1b\[(?:32|8)m", printed)
+
+
+def test_a_sweep_shows_a_flag_value_holding_escapes_in_its_progress_and_table(tmp_path: Path) -> None:
+    hosts, matrix, db = tmp_path / "hosts.yaml", tmp_path / "m.yaml", tmp_path / "o.db"
+    hosts.write_text(sim_host("simt", tmp_path / "work", f"  scenario: {SIM_059}\n"))
+    matrix.write_text(
+        "name: crafted\nhost: simt\nflags: {model-path: /models/m, tp-size: 1, kv-cache-dtype: bf16}\n"
+        'matrix: {served-model-name: ["m\\e[2J\\e]0;t\\a\\e[32mALL TESTS PASSED", plain]}\n'
+        "probes: {settle_s: 0.1, concurrent_requests: 1}\n"
+    )
+    result = CliRunner().invoke(app, ["sweep", str(matrix), "--hosts", str(hosts), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    # In the progress line and in the table (rich drops BEL, backspace and CR itself: harmless).
+    assert result.output.count("m^[[2J^[]0;t^[[32mALL TESTS PASSED") == 2
+    assert not _raw_controls(result.output), _raw_controls(result.output)
