@@ -21,6 +21,7 @@ from orchestrator.host.facts import (
     GPU_QUERY,
     GpuHolder,
     InstallIdentity,
+    NoGpuReading,
     gpu_query_problem,
     install_identity_command,
     parse_gpus,
@@ -118,8 +119,7 @@ def run_preflight(
     with ThreadPoolExecutor(max_workers=3 * len(installs) + 1, thread_name_prefix="preflight") as pool:
         asked = [(install, pool.submit(session.sglang_version, install), pool.submit(session.packages, install),
                   pool.submit(install_identity, session, install)) for install in installs]  # fmt: skip
-        # The GPU list host_facts reads is the one gpu_holders needs next: one after the other, in one job.
-        gpus = pool.submit(lambda: (session.host_facts(), session.gpu_holders(set(our_pgids)) if check_gpus else []))
+        gpus = pool.submit(_gpu_facts, session, set(our_pgids), check_gpus)
         versions: dict[str, Any] = {}
         identities: dict[str | None, InstallIdentity] = {}
         for install, version, packages, identity in asked:
@@ -132,15 +132,15 @@ def run_preflight(
                 versions[f"sglang-commit{suffix}"] = found.commit
             for name, number in packages.result().items():
                 versions[f"{name}{suffix}"] = number
-        facts, holders = gpus.result()
-    problems = [*sglang_problems(session, versions, identities)]
-    if check_gpus and not session.schedules_gpus and not facts.get("gpu_name"):
+        facts, holders, gpu_problem = gpus.result()
+    problems = sglang_problems(session, versions, identities)
+    if gpu_problem is None and check_gpus and not session.schedules_gpus and not facts.get("gpu_name"):
         # Asked again only when the first answer said nothing: a healthy host pays no extra nvidia-smi start.
         answer = session.sh(GPU_QUERY, timeout=30)
-        problem = gpu_query_problem(answer.exit_code, answer.text, answer.stderr_text)
-        if problem is None and not parse_gpus(answer.text):
-            problem = f"nvidia-smi lists no GPU; the host said: {answer.text.strip()[:300] or '(nothing)'}"
-        problems += [problem] if problem else []
+        gpu_problem = gpu_query_problem(answer.exit_code, answer.text, answer.stderr_text)
+        if gpu_problem is None and not parse_gpus(answer.text):
+            gpu_problem = f"nvidia-smi lists no GPU; the host said: {answer.text.strip()[:300] or '(nothing)'}"
+    problems += [gpu_problem] if gpu_problem else []
     if problems:
         raise HostNotReady(
             f"host {session.config.name} cannot run SGLang launches: " + "; ".join(problems) + ". Nothing was launched."
@@ -171,6 +171,20 @@ def run_preflight(
     return Preflight(plans, versions, host_facts, foreign, round(time.monotonic() - started, 3))
 
 
+def _gpu_facts(
+    session: HostSession, our_pgids: set[int], check_gpus: bool
+) -> tuple[dict[str, str], list[GpuHolder], str | None]:
+    """The host's GPU facts and who holds its GPUs, or why nvidia-smi gave no reading of them.
+
+    The GPU list host_facts reads is the one gpu_holders needs next: one after the other, in one job.
+    """
+    facts = session.host_facts()
+    try:
+        return facts, session.gpu_holders(our_pgids) if check_gpus else [], None
+    except NoGpuReading as exc:
+        return facts, [], exc.problem
+
+
 def end_foreign_holders(session: HostSession, holders: Sequence[GpuHolder]) -> None:
     """End the processes holding GPUs by pid (SIGTERM, SIGKILL after the grace), then check the GPUs are free.
 
@@ -180,16 +194,31 @@ def end_foreign_holders(session: HostSession, holders: Sequence[GpuHolder]) -> N
     pids = sorted({h.pid for h in holders if h.pid > 1})
     gpus = tuple(sorted({h.gpu_index for h in holders}))
     _signal_pids(session, "TERM", pids)
-    released, left = session.wait_gpus_released(gpus, deadlines.stop_grace)
+    released, left, unknown = _released(session, gpus, deadlines.stop_grace)
     if not released:
         # Only the pids found at the start: a process that took a GPU since then was never listed to the user.
-        _signal_pids(session, "KILL", sorted({h.pid for h in left} & set(pids)))
-        released, left = session.wait_gpus_released(gpus, deadlines.gpu_release)
+        # A GPU nvidia-smi could not read is not free either: its holders get the SIGKILL too.
+        _signal_pids(session, "KILL", sorted(set(pids) if unknown else {h.pid for h in left} & set(pids)))
+        released, left, unknown = _released(session, gpus, deadlines.gpu_release)
+    if unknown:
+        raise HostNotReady(
+            f"GPUs on {session.config.name} could not be checked after ending their holders: {unknown}. "
+            "Nothing was launched."
+        )
     if not released:
         raise HostBusy(
             f"GPUs on {session.config.name} are still held after SIGTERM and SIGKILL: {describe_holders(left)}. "
             "Nothing was launched."
         )
+
+
+def _released(session: HostSession, gpus: tuple[int, ...], timeout: float) -> tuple[bool, list[GpuHolder], str | None]:
+    """`wait_gpus_released`, with nvidia-smi giving no reading told apart: (False, [], why)."""
+    try:
+        released, left = session.wait_gpus_released(gpus, timeout)
+    except NoGpuReading as exc:
+        return False, [], exc.problem
+    return released, left, None
 
 
 def _signal_pids(session: HostSession, signal_name: str, pids: Sequence[int]) -> None:
