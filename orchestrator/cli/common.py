@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,10 +19,11 @@ from rich.console import Console
 from orchestrator.config.model import HostConfig
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.report.table import term_lines
+from orchestrator.safeconsole import SafeConsole
 from orchestrator.store import Store, default_db_path
 from orchestrator.store.records import SweepRecord
 from orchestrator.store.results import CellResult
-from orchestrator.textsafe import SafeConsole, guard_stream, visible
+from orchestrator.textsafe import guard_standard_streams, visible
 
 DEFAULT_HOSTS = Path("configs/hosts.yaml")
 USER_HOSTS = Path("~/.config/orchestrator/hosts.yaml")
@@ -116,8 +116,7 @@ def guard_terminal() -> None:
     For what a command prints without its console (`typer.echo`, a library's print); a SafeConsole
     writes around the guard, its text already made visible and its styling its own.
     """
-    sys.stdout = guard_stream(sys.stdout)
-    sys.stderr = guard_stream(sys.stderr)
+    guard_standard_streams()
 
 
 def echo(message: str, *, err: bool = False, nl: bool = True) -> None:

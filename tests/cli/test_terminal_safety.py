@@ -29,8 +29,9 @@ from typer.testing import CliRunner
 from orchestrator.cli import app
 from orchestrator.cli.common import exits_on_error
 from orchestrator.errors import ConfigError
+from orchestrator.safeconsole import SafeConsole
 from orchestrator.store import Store
-from orchestrator.textsafe import GuardedStream, SafeConsole, elide, visible
+from orchestrator.textsafe import GuardedStream, elide, visible
 from tests.cli.test_compare import SIM_059, sim_host
 from tests.paths import REPO
 from tests.store.test_records import make_cell, make_outcome, make_run, make_sweep, make_verdict
