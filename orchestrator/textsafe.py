@@ -102,11 +102,24 @@ class GuardedStream:
 
 
 def guard_stream(stream: TextIO) -> TextIO:
-    """`stream` guarded (once: a guarded stream is returned as it is)."""
-    return stream if isinstance(stream, GuardedStream) else GuardedStream(stream)  # type: ignore[return-value]
+    """`stream` guarded when it is a terminal (once: a guarded stream is returned as it is).
+
+    A file or a pipe gets the text as written: CSV, JSON and Markdown are data (JSON escapes its own
+    control characters), and the human formats are made visible where they are made.
+    """
+    if isinstance(stream, GuardedStream) or not _is_terminal(stream):
+        return stream
+    return GuardedStream(stream)  # type: ignore[return-value]
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):  # a stand-in without isatty, or a closed stream
+        return False
 
 
 def guard_standard_streams() -> None:
-    """From now on, show the control characters written to stdout and stderr instead of sending them."""
+    """From now on, show the control characters written to stdout and stderr (terminals) instead of sending them."""
     sys.stdout = guard_stream(sys.stdout)
     sys.stderr = guard_stream(sys.stderr)

@@ -31,7 +31,7 @@ from orchestrator.cli.common import exits_on_error
 from orchestrator.errors import ConfigError
 from orchestrator.safeconsole import SafeConsole
 from orchestrator.store import Store
-from orchestrator.textsafe import GuardedStream, elide, visible
+from orchestrator.textsafe import GuardedStream, elide, guard_stream, visible
 from tests.cli.test_compare import SIM_059, sim_host
 from tests.paths import REPO
 from tests.store.test_records import make_cell, make_outcome, make_run, make_sweep, make_verdict
@@ -119,6 +119,20 @@ def test_the_guard_shows_what_echo_writes_and_keeps_typer_colours() -> None:
     # The crafted line's own colour passes the backstop only as colour, and ends with the write.
     assert not _raw_controls(SGR.sub("", written)) and written.endswith("\x1b[0m")
     assert guard.isatty() is False and guard.encoding == inner.encoding
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_only_a_terminal_is_guarded_files_and_pipes_get_the_text_as_written() -> None:
+    terminal, pipe = _Terminal(), io.StringIO()
+    guarded = guard_stream(terminal)
+    assert isinstance(guarded, GuardedStream) and guard_stream(guarded) is guarded
+    assert guard_stream(pipe) is pipe  # CSV, JSON, Markdown into a file keep their bytes
+    guarded.write(CRAFTED)
+    assert "^[[2J" in terminal.getvalue() and not _raw_controls(SGR.sub("", terminal.getvalue()))
 
 
 def test_an_error_message_carrying_a_flag_value_is_shown_not_obeyed(capsys: pytest.CaptureFixture[str]) -> None:
