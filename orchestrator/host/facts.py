@@ -126,7 +126,7 @@ def gpu_query_problem(exit_code: int, stdout: str, stderr: str) -> str | None:
     else:
         what = f"nvidia-smi failed (exit {exit_code})"
     fix = fix or "run nvidia-smi on the host to see why it fails, and fix that first"
-    return f"{what}; the host said: {_clip(said) or '(nothing)'} (fix: {fix})"
+    return f"{what}; the host said: {host_words(said) or '(nothing)'} (fix: {fix})"
 
 
 def read_gpu_processes(exit_code: int, stdout: str, stderr: str = "") -> list[GpuProcess]:
@@ -137,7 +137,12 @@ def read_gpu_processes(exit_code: int, stdout: str, stderr: str = "") -> list[Gp
     return parse_gpu_processes(stdout)
 
 
-def _clip(text: str, limit: int = 300) -> str:
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def host_words(text: str, limit: int = 300) -> str:
+    """The host's words as they go into a message: control characters made visible, at most `limit` long."""
+    text = _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -327,10 +332,10 @@ def parse_install_identity(exit_code: int, stdout: str, stderr: str = "") -> Ins
         return str(data[key]) if data.get(key) else None
 
     if data.get("missing") or exit_code == 3:
-        return InstallIdentity(missing=_clip(text("missing") or "No module named 'sglang'"))
+        return InstallIdentity(missing=host_words(text("missing") or "No module named 'sglang'"))
     if not data:
         if exit_code == 0:
             return InstallIdentity()
         said = " ".join((stderr.strip() or stdout.strip()).split())
-        return InstallIdentity(missing=f"the python did not run (exit {exit_code}): {_clip(said) or '(nothing)'}")
+        return InstallIdentity(missing=f"the python did not run (exit {exit_code}): {host_words(said) or '(nothing)'}")
     return InstallIdentity(build=text("build"), commit=text("commit"), location=text("location"))

@@ -23,6 +23,7 @@ from orchestrator.host.facts import (
     InstallIdentity,
     NoGpuReading,
     gpu_query_problem,
+    host_words,
     install_identity_command,
     parse_gpus,
     parse_install_identity,
@@ -139,7 +140,7 @@ def run_preflight(
         answer = session.sh(GPU_QUERY, timeout=30)
         gpu_problem = gpu_query_problem(answer.exit_code, answer.text, answer.stderr_text)
         if gpu_problem is None and not parse_gpus(answer.text):
-            gpu_problem = f"nvidia-smi lists no GPU; the host said: {answer.text.strip()[:300] or '(nothing)'}"
+            gpu_problem = f"nvidia-smi lists no GPU; the host said: {host_words(answer.text.strip()) or '(nothing)'}"
     problems += [gpu_problem] if gpu_problem else []
     if problems:
         raise HostNotReady(
@@ -255,6 +256,8 @@ def sglang_problems(
             f"point {key} of host {session.config.name} in hosts.yaml at the python of the environment SGLang is "
             "installed in (e.g. /opt/sglang/.venv/bin/python -m sglang.launch_server), or pip install sglang there"
         )
+        if python == session.config.python:  # the launcher does not start with an interpreter (a wrapper, docker)
+            fix += f"; or set python: of host {session.config.name} to that environment's interpreter"
         problems.append(f"{said} (fix: {fix})")
     return problems
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -69,19 +70,21 @@ def install_sglang(root: Path, build: str) -> Path:
     return python
 
 
-def real_host(tmp: Path, sshd: SshdHost, python: Path | str, path: str) -> Path:
-    """hosts.yaml with one host configured as a real one: `python -m sglang.launch_server`, this PATH."""
+def real_host(tmp: Path, sshd: SshdHost, interpreter: Path | str, path: str, **extra: Any) -> Path:
+    """hosts.yaml with one host configured as a real one: `interpreter -m sglang.launch_server`, this PATH;
+    `extra` adds or replaces keys of its entry."""
     entry: dict[str, Any] = {
         "ssh": f"{sshd.user}@127.0.0.1:{sshd.port}",
         "identity_file": str(sshd.client_key),
         "known_hosts": str(sshd.known_hosts),
-        "launcher": f"{python} -m sglang.launch_server",
+        "launcher": f"{interpreter} -m sglang.launch_server",
         "gpus": 8,
         "workdir": str(tmp / "work"),
         "deadlines": FAST_DEADLINES,
         "port_base": random_port_base(),
         # Where the simulated nvidia-smi (when on PATH) and the simulated servers keep the GPUs' state.
         "env": {"PATH": path, "ORCH_SIM_GPU_STATE": str(tmp / "work" / "gpu-state"), "ORCH_SIM_GPUS": "8"},
+        **extra,
     }
     hosts = tmp / "hosts.yaml"
     hosts.write_text(yaml.safe_dump({"realhost": entry}, sort_keys=False))
@@ -150,6 +153,26 @@ def test_a_python_without_sglang_is_refused_naming_it(own_sshd: SshdHost, tmp_pa
         "point launcher: of host realhost in hosts.yaml at the python of the environment SGLang is installed in",
     )
     assert "nvidia-smi" not in text  # the simulated one answers
+
+
+def test_a_launcher_that_is_no_python_is_told_to_name_its_python(own_sshd: SshdHost, tmp_path: Path) -> None:
+    # A wrapper script in front of SGLang (as a container's entry point is): its interpreter is `python:`.
+    python = install_sglang(tmp_path / "venv", "one")
+    wrapper = tmp_path / "venv" / "bin" / "start-sglang"
+    wrapper.write_text(f'#!/bin/sh\nexec {python} -m sglang.launch_server "$@"\n')
+    wrapper.chmod(0o755)
+    plain = sys.executable  # a python without SGLang, standing for the host's system python3
+    hosts = real_host(tmp_path, own_sshd, python, f"{SIM_BIN}:{PLAIN_PATH}", launcher=str(wrapper), python=plain)
+    assert_refused(
+        tmp_path, hosts,
+        f"{plain} (the python of the host's launcher `{wrapper}`) has no SGLang; the host said: No module named",
+        "or set python: of host realhost to that environment's interpreter",
+    )  # fmt: skip
+    fixed = real_host(tmp_path, own_sshd, python, f"{SIM_BIN}:{PLAIN_PATH}", launcher=str(wrapper), python=str(python))
+    checked = orchestrator("validate", str(tmp_path / "matrix.yaml"), "--host", "realhost", "--hosts", str(fixed),
+                           db=tmp_path / "o.db", timeout=120)  # fmt: skip
+    assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+    assert re.search(r"host realhost \(sglang 0\.5\.9, sglang-build [0-9a-f]{16}", checked.stdout), checked.stdout
 
 
 def test_a_nightly_with_the_same_version_string_is_tried_again(own_sshd: SshdHost, tmp_path: Path) -> None:

@@ -151,3 +151,12 @@ def test_an_answer_that_is_not_the_script_s_says_nothing() -> None:
     assert parse_install_identity(0, "").build is None and parse_install_identity(0, "").missing is None
     said = parse_install_identity(1, "", "ImportError: libcudart.so.12: cannot open shared object file\n")
     assert said.missing is not None and "libcudart.so.12" in said.missing
+
+
+def test_the_host_s_words_reach_a_message_without_control_sequences() -> None:
+    # A crafted nvidia-smi (or a python's error) could clear the screen or retitle the terminal.
+    problem = gpu_query_problem(9, "\x1b[2J\x1b]0;owned\x07ALL TESTS PASSED\x9b", "")
+    assert problem is not None and "\x1b" not in problem and "\x07" not in problem and "\x9b" not in problem
+    assert "\\x1b[2J\\x1b]0;owned\\x07ALL TESTS PASSED\\x9b" in problem
+    said = parse_install_identity(3, json.dumps({"missing": "No module named '\x1b[31msglang'"}))
+    assert said.missing == "No module named '\\x1b[31msglang'"
