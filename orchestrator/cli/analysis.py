@@ -19,6 +19,8 @@ from orchestrator.report.views import sweep_view
 from orchestrator.store.records import SweepRecord
 from orchestrator.store.sqlite import Store
 
+SWEEP_HELP = "Sweep id or unique prefix (default: the latest sweep that launched something; see `orchestrator sweeps`)."
+
 Format = Literal["term", "md", "json"]
 
 
@@ -114,7 +116,10 @@ def compare(
 
 @app.command()
 def explain(
-    sweep: Annotated[str | None, typer.Argument(help="Sweep id or unique prefix (default: the latest).")] = None,
+    sweep: Annotated[
+        str | None,
+        typer.Argument(help=SWEEP_HELP),
+    ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = "term",
     db: Annotated[Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB or ./orchestrator.db).")] = None,
 ) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -14,11 +15,13 @@ from orchestrator.cli.common import check_output_file, exits_on_error, open_stor
 from orchestrator.cli.root import app
 from orchestrator.report.bugreport import render_bugreport
 from orchestrator.report.html import render_html
-from orchestrator.report.table import render_md
+from orchestrator.report.table import render_md, table_json
 from orchestrator.report.views import sweep_view
 from orchestrator.store.records import SweepRecord
 from orchestrator.store.results import CellResult
 from orchestrator.store.sqlite import Store
+
+SWEEP_HELP = "Sweep id or unique prefix (default: the latest sweep that launched something; see `orchestrator sweeps`)."
 
 COMMENT_MAX = 65_000
 """GitHub refuses comments over 65,536 characters."""
@@ -44,13 +47,29 @@ def markdown_report(
     return "\n".join([*parts, render_md(results, sweep, max_chars=room)])
 
 
+def json_report(
+    sweep: SweepRecord, results: list[CellResult], baseline: tuple[SweepRecord, list[CellResult]] | None = None
+) -> dict[str, Any]:
+    """`report --format json`: the table's JSON contract, the explanation and, with --compare, the comparison."""
+    view = sweep_view(sweep, results)
+    compared = compare_views(sweep_view(*baseline), view).to_dict() if baseline is not None else None
+    return {"table": table_json(results, sweep), "explain": explain(view).to_dict(), "compare": compared}
+
+
 @app.command()
 def report(
-    sweep: Annotated[str | None, typer.Argument(help="Sweep id or unique prefix (default: the latest).")] = None,
+    sweep: Annotated[
+        str | None,
+        typer.Argument(help=SWEEP_HELP),
+    ] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML page here.")] = None,
     md: Annotated[
         bool, typer.Option("--md", help="Print Markdown for a GitHub comment: explain, then the table.")
     ] = False,
+    fmt: Annotated[
+        Literal["md", "json"] | None,
+        typer.Option("--format", "-f", help="md: the same as --md; json: the table, explain and compare as JSON."),
+    ] = None,
     baseline: Annotated[
         str | None, typer.Option("--compare", help="Mark regressions and fixes against this earlier sweep.")
     ] = None,
@@ -59,8 +78,9 @@ def report(
     db: DbOption = None,
 ) -> None:
     """A report of one sweep: an HTML heat-map page (--html FILE) or a Markdown comment (--md)."""
-    if html is None and not md:
-        raise typer.BadParameter("pass --html FILE, --md, or both", param_hint="--html/--md")
+    md = md or fmt == "md"
+    if html is None and not md and fmt is None:
+        raise typer.BadParameter("pass --html FILE, --md (or --format md|json), or both", param_hint="--html/--md")
     with exits_on_error():
         if html is not None:
             check_output_file(html, "--html")
@@ -80,6 +100,8 @@ def report(
         typer.echo(f"wrote {html} ({len(results)} cells of {record.sweep_id})", err=md)
     if md:
         typer.echo(markdown_report(record, results, other), nl=False)
+    elif fmt == "json":
+        typer.echo(json.dumps(json_report(record, results, other), indent=2))
 
 
 @app.command()

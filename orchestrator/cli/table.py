@@ -18,11 +18,13 @@ from orchestrator.errors import StoreError
 from orchestrator.report.table import TableFormat, render
 from orchestrator.store import Store, default_db_path
 
+SWEEP_HELP = "Sweep id or unique prefix (default: the latest sweep that launched something; see `orchestrator sweeps`)."
+
 
 @app.command()
 def table(
     sweep: Annotated[
-        str | None, typer.Argument(help="Sweep id or a unique prefix of one (default: the latest).")
+        str | None, typer.Argument(help=SWEEP_HELP)
     ] = None,
     fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = "term",
     wide: Annotated[

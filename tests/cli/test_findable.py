@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -64,3 +65,18 @@ def test_scripts_test_help_prints_its_usage_and_installs_nothing(tmp_path: Path)
         assert done.stdout.startswith("usage: scripts/test [PYTEST ARGS...]") and done.stderr == ""
         assert "pytest --help" in done.stdout
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+def test_report_takes_format_as_table_does(tmp_path: Path) -> None:
+    db = tmp_path / "o.db"
+    morning(db).close()
+    md = CliRunner().invoke(app, ["report", NIGHT, "--md", "--db", str(db)])
+    spelled = CliRunner().invoke(app, ["report", NIGHT, "-f", "md", "--db", str(db)])
+    assert md.exit_code == 0 and spelled.output == md.output
+    done = CliRunner().invoke(app, ["report", "--format", "json", "--compare", NIGHT, "--db", str(db)])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.stdout)
+    assert data["table"]["sweep_id"] == NIGHT and len(data["table"]["cells"]) == 3
+    assert data["explain"]["sweep_id"] == NIGHT and data["compare"]["regressions"] == []
+    alone = json.loads(CliRunner().invoke(app, ["report", "-f", "json", "--db", str(db)]).stdout)
+    assert alone["compare"] is None and alone["table"] == data["table"]
