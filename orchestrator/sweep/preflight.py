@@ -111,7 +111,12 @@ def runs_of_holders(session: HostSession, holders: Sequence[GpuHolder]) -> dict[
 def run_preflight(
     session: HostSession, cells: Sequence[Cell], *, our_pgids: Collection[int] = (), check_gpus: bool = True
 ) -> Preflight:
-    """Check the host and every cell; raises HostBusy if foreign processes hold GPUs (unless allowed)."""
+    """Check the host and every cell; records each install's version, build and commit in `versions`.
+
+    Raises HostNotReady when an install's python has no SGLang, or (with `check_gpus`, on a host whose GPUs
+    are not a scheduler's) nvidia-smi is missing or gives no reading; HostBusy if foreign processes hold
+    GPUs (unless allowed).
+    """
     started = time.monotonic()
     check_flag_secrets(cells, os.environ)  # before the host is asked anything: seconds, not minutes
     installs = sorted({c.install for c in cells}, key=lambda i: i or "")
