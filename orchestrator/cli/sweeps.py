@@ -33,7 +33,7 @@ def print_sweeps(fmt: TableFormat, db: Path | None) -> None:
     console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
     if summaries:
         console.print(
-            "`orchestrator table SWEEP` shows one (a prefix of its id will do); without SWEEP, the one marked latest",
+            "`orchestrator table SWEEP` shows one; without SWEEP, the one marked latest",
             style="dim",
             markup=False,
             highlight=False,

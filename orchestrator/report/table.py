@@ -319,6 +319,22 @@ def render_sweeps(fmt: TableFormat, summaries: Sequence[SweepSummary], width: in
         return "\n".join(lines) + "\n"
     if not rows:
         return "no sweeps in this store yet\n"
-    columns = [*(Column(h, "axis", right=h in ("cells", "pass", "fail")) for h in SWEEP_HEADERS[:-1])]
-    grid = Grid([*columns, Column("note", "cause")], [[GridCell(v) for v in row] for row in rows])
-    return "\n".join(line.plain for line in grid.render(width).lines) + "\n"
+    return "\n".join(_sweep_lines(rows, width)) + "\n"
+
+
+def _sweep_lines(rows: list[list[str]], width: int | None) -> list[str]:
+    """One line per sweep where it fits the width (a pipe: always); else each sweep on two lines."""
+    columns = [Column(h, "axis", right=h in ("cells", "pass", "fail")) for h in SWEEP_HEADERS]
+    grid = Grid([*columns[:-1], Column("note", "cause")], [[GridCell(v) for v in row] for row in rows])
+    one_line = [line.plain for line in grid.render(None).lines]
+    if width is None or max(map(len, one_line)) <= width:
+        return one_line
+    lines = []
+    for sweep_id, host, matrix, started, status, cells, passed, failed, other, note in rows:
+        counts = ", ".join(p for p in (f"{passed} pass", f"{failed} fail", other) if p)
+        noun = "cell" if cells == "1" else "cells"
+        first = f"{sweep_id}  {host}  {status}  {cells} {noun}: {counts}"
+        # The note first: where a long matrix path is cut, `latest` still shows.
+        second = f"    {note + ' · ' if note else ''}started {started} UTC · {matrix}"
+        lines += [line if len(line) <= width else line[: width - 1] + "…" for line in (first, second)]
+    return lines

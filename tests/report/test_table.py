@@ -7,6 +7,7 @@ import io
 import json
 import re
 from dataclasses import replace
+from pathlib import Path
 
 from orchestrator.model import Category, Phase, Status
 from orchestrator.report.table import (
@@ -166,3 +167,19 @@ def test_axis_columns_put_install_first_and_merge_axes() -> None:
 def test_render_dispatches_every_format() -> None:
     for fmt in ("term", "md", "csv", "json"):
         assert "flashinfer" in render(fmt, results(), SWEEP)
+
+
+def test_the_list_of_sweeps_fits_a_terminal_and_keeps_rows_whole_in_a_pipe(tmp_path: Path) -> None:
+    from orchestrator.report.table import render_sweeps
+    from tests.store.test_latest import NIGHT, morning
+
+    with morning(tmp_path / "o.db") as store:
+        summaries = store.sweep_summaries()
+    piped = render_sweeps("term", summaries).splitlines()
+    assert len(piped) == 1 + len(summaries) and piped[0].split()[:3] == ["sweep", "host", "matrix"]
+    assert any(line.startswith(NIGHT) and line.rstrip().endswith("latest") for line in piped)
+    narrow = render_sweeps("term", summaries, 80).splitlines()
+    assert all(len(line) <= 80 for line in narrow) and len(narrow) == 2 * len(summaries)
+    night = narrow.index(next(line for line in narrow if line.startswith(NIGHT)))
+    assert narrow[night].endswith("3 cells: 1 pass, 2 fail")
+    assert narrow[night + 1].startswith("    latest · started ") and "UTC · glm5-nvfp4-sm120" in narrow[night + 1]
