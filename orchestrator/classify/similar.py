@@ -2,7 +2,8 @@
 
 A failing verdict is compared on its root-cause line's words, its exception's type and its innermost frames,
 read from the evidence the same way the shipped evidence was (scripts/eval-classify --ship-evidence). A log
-that is itself one of the shipped logs is never offered its own source: its last lines identify it.
+that is itself one of the shipped logs is never offered its own source: its last lines identify it. A verdict
+that names a cause is shown public logs of that cause only; a catch-all one, the nearest of any.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from orchestrator.classify.structure import exception_type, shape_of
 from orchestrator.harvest.records import Evidence, TracebackRecord
 from orchestrator.knowledge.lines import EXCEPTION_START_RE, parse, strip_ansi
 from orchestrator.knowledge.public_logs import Near, corpus, fingerprint, normalise, words
-from orchestrator.model import Status, Verdict
+from orchestrator.model import Category, Status, Verdict
+
+CATCH_ALL = frozenset({Category.PYTHON_EXCEPTION_OTHER, Category.UNKNOWN})
 
 
 def traceback_at(evidence: Evidence, line: str) -> TracebackRecord | None:
@@ -36,4 +39,7 @@ def similar_to(evidence: Evidence, verdict: Verdict) -> list[Near]:
     if verdict.status is Status.PASS or not verdict.root_cause_line:
         return []
     cause, etype, frames = cause_of(evidence, verdict.root_cause_line)
-    return corpus().nearest(words(cause, etype, frames), own=fingerprint(evidence.tail))
+    # A named cause is shown beside public logs of the same cause only: a neighbour that names another would
+    # contradict the verdict. A catch-all verdict takes the nearest of any category.
+    category = None if verdict.category in CATCH_ALL else verdict.category.value
+    return corpus().nearest(words(cause, etype, frames), own=fingerprint(evidence.tail), category=category)

@@ -24,7 +24,7 @@ from orchestrator.classify.similar import similar_to
 from orchestrator.classify.survival import ready_line_no
 from orchestrator.harvest.records import Evidence, LogLine
 from orchestrator.knowledge.lines import parse, strip_ansi, ts_key
-from orchestrator.knowledge.markers import UVICORN_MARKER
+from orchestrator.knowledge.markers import APP_STARTUP_MARKER, UVICORN_MARKER
 from orchestrator.knowledge.patterns import Signature
 from orchestrator.model import Category, Phase, ProbeOutcome, ProbeResult, Status, Verdict
 
@@ -252,11 +252,12 @@ def _healthy(evidence: Evidence, phase: Phase | None) -> Verdict:
 
 
 def _health_line(evidence: Evidence) -> str | None:
-    """The line that shows health: the ready marker (else uvicorn's), else the last line the log reached."""
+    """The line that shows health: the ready marker (else uvicorn's: running, else its application startup), else
+    the last line the log reached."""
     ready = ready_line_no(evidence)
     if ready is not None:
         return next(m.line.text for m in evidence.markers if m.line.line_no == ready)
-    listening = evidence.marker(UVICORN_MARKER)
+    listening = evidence.marker(UVICORN_MARKER) or evidence.marker(APP_STARTUP_MARKER)
     if listening is not None:
         return listening.line.text
     last = next((line for line in reversed(evidence.tail) if line.strip()), None)

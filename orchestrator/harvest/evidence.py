@@ -190,8 +190,9 @@ class EvidenceBuilder:
         stated = stated_failures(rows, message, indented=indented, level=p.level)
         if stated and self._fatal is None:
             self._fatal = line
-        if not stated and not warning and not indented and p.level in kinds.ERROR_LEVELS and not is_benign(message):
-            stated = LEVEL_ROWS
+        if (not stated and not warning and not indented and p.level in kinds.ERROR_LEVELS and not is_benign(message)
+                and TRACEBACK_ROW not in rows):
+            stated = LEVEL_ROWS  # an error by its level alone; a traceback's header at ERROR says nothing yet
         if stated or (not warning and not indented and kinds.is_error(p, message) and p.level not in QUIET_LEVELS):
             self._error(message, line)
         cuda_key = kinds.cuda_error_key(message)

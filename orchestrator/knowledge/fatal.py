@@ -43,9 +43,11 @@ def stated_failures(
     rows: tuple[Signature, ...], message: str, *, indented: bool, level: str | None
 ) -> tuple[Signature, ...]:
     """Of the rows a message matched (warning rows already filtered), those that make its line fatal."""
-    if indented or not message or not rows or is_benign(message):
+    if not message or not rows or is_benign(message):
         return ()
-    if level in QUIET_LEVELS and not EXCEPTION_START_RE.match(message):
+    if indented or (level in QUIET_LEVELS and not EXCEPTION_START_RE.match(message)):
+        # An indented line outside a traceback's code (the caller routes code lines elsewhere) is a message
+        # wrapped or continued: only what is a failure at any level counts there.
         return tuple(s for s in rows if s.states_failure and s.any_level)
     return tuple(s for s in rows if s.states_failure)
 

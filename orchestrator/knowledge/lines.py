@@ -19,7 +19,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+ANSI_RE = re.compile(
+    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|#033\[[0-9;?]*[ -/]*[@-~]|#015$"
+)
+"""Terminal colour and cursor codes, also as syslog writes control characters (`#033[1;36m`, a trailing `#015`)."""
 
 _LEVELS = {"WARN": "WARNING", "E": "ERROR", "W": "WARNING", "I": "INFO", "F": "FATAL", "D": "DEBUG"}
 _LEVEL = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
@@ -89,7 +92,7 @@ class Parsed:
 
 def strip_ansi(text: str) -> str:
     """The text without terminal colour and cursor codes."""
-    return ANSI_RE.sub("", text) if "\x1b" in text else text
+    return ANSI_RE.sub("", text) if "\x1b" in text or "#0" in text else text
 
 
 def parse(text: str) -> Parsed:

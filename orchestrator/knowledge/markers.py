@@ -57,6 +57,7 @@ MARKERS: tuple[MarkerSpec, ...] = (
 
 READY_MARKER = "ready"
 UVICORN_MARKER = "uvicorn_running"
+APP_STARTUP_MARKER = "app_startup"
 
 
 def marker_of_line(line: str) -> MarkerSpec | None:

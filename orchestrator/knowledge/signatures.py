@@ -317,14 +317,14 @@ SIGNATURES: tuple[Signature, ...] = (
     sig("oom_killer", C.PROCESS_KILLED, 75,
         r"(?i)\boom[-_ ]?kill|Out of memory: Kill(?:ed)? process|oom_reaper|killed (?:by|due to) (?:the )?(?:linux )?"
         r"(?:oom|out[- ]of[- ]memory)|memory monitor.{0,80}kill|due to (?:host|system|node) (?:memory|OOM)"
-        r"|worker.{0,60}killed.{0,60}(?:memory|OOM)",
+        r"|worker.{0,60}killed.{0,60}(?:memory|OOM)|killed due to memory pressure|memory usage threshold.{0,200}\bkill",
         ("oom", "OOM", "Oom", "Out of memory", "memory monitor", "memory", "killed"), any_level=True,
         example="Out of memory: Killed process 12345 (python3) total-vm:812345678kB"),
     sig("killed", C.PROCESS_KILLED, 15,
         r"^Killed\b|\d Killed\s|\bKilled\s*$|\bsignal 9\b|SIGKILL|(?i:exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*"
         r"(?:-9|137)\b|exitcode[:=] ?-9\b|return ?code[:= ]*(?:-9|137)\b)",
         ("Killed", "signal 9", "SIGKILL", "exit", "Exit", "EXIT", "code"), example="Killed"),
-    sig("traceback", C.PYTHON_EXCEPTION_OTHER, 8, r"Traceback \(most recent call last\)", "Traceback",
+    sig("traceback", C.PYTHON_EXCEPTION_OTHER, 4, r"Traceback \(most recent call last\)", "Traceback",
         example="Traceback (most recent call last):"),
     sig("child_failed", C.UNKNOWN, 5,
         r"Received sigquit from a child|SIGQUIT received|Child process unexpectedly failed|Subprocess \S+ \(pid=\d+\) "

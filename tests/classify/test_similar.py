@@ -110,3 +110,14 @@ def test_bug_report_says_what_it_looks_like() -> None:
 def test_fingerprint_reads_the_last_three_lines() -> None:
     assert fingerprint(["a", "b", "c", "d", ""]) == fingerprint(["x", "b", "c", "d"])
     assert fingerprint(["b", "c", "d"]) != fingerprint(["b", "c", "e"])
+
+
+def test_a_named_cause_is_shown_public_logs_that_agree_with_it() -> None:
+    logs = [_log("o/r#1", "nccl_error", "RuntimeError: watchdog timeout in collective", "RuntimeError"),
+            PublicLog("o/r#2", "t", "hang_or_timeout", "n",
+                      words(normalise("RuntimeError: watchdog timeout"), "RuntimeError", []), "", ("nccl_error",))]
+    corpus = Corpus(logs)
+    query = words("RuntimeError: watchdog timeout in collective", "RuntimeError", [])
+    assert [n.log.source for n in corpus.nearest(query, category="nccl_error")] == ["o/r#1", "o/r#2"]
+    assert [n.log.source for n in corpus.nearest(query, category="hang_or_timeout")] == ["o/r#2"]
+    assert corpus.nearest(query, category="cuda_oom") == []

@@ -96,3 +96,38 @@ def test_names_argument_takes_both_spellings_and_only_whole_names() -> None:
     assert names_argument("max_model_len=99999 is too long")
     assert not names_argument("the maximum model length is too long")
     assert not names_argument("a.max_model_len_x is too long")
+
+
+@pytest.mark.parametrize(
+    ("lines", "category", "root"),
+    [
+        # Syslog writes control characters as `#033[..m` and `#015`; a long line wrapped by the terminal.
+        (["#033[2m#033[33m(raylet)#033[0m [DATE] (raylet) node_manager.cc:3007: 2 Workers (tasks /",
+          " actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node"],
+         C.PROCESS_KILLED, 1),
+        # Ray's memory monitor, in its own words.
+        (["Memory on the node (IP: 10.0.0.1, ID: abc) where the task (actor ID: 1, name=RayWorkerVllm.__init__, "
+          "pid=308, memory used=11.15GB) was running was 12.49GB / 13.15GB (0.950003), which exceeds the memory "
+          "usage threshold of 0.95. Ray killed this worker (ID: 7) because it was the most recently scheduled task"],
+         C.PROCESS_KILLED, 0),
+    ],
+)
+def test_carried_and_wrapped_statements(lines: list[str], category: Category, root: int) -> None:
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (category, lines[root])
+
+
+def test_a_healthy_vllm_log_without_uvicorns_running_line_shows_its_application_startup() -> None:
+    lines = ["INFO 03-18 08:51:39 [launcher.py:34] Route: /v1/models, Methods: GET",
+             "INFO:     Started server process [7]", "INFO:     Waiting for application startup.",
+             "INFO:     Application startup complete.",
+             "INFO 03-18 08:57:15 [logger.py:39] Received request chatcmpl-1"]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.HEALTHY, lines[3])
+
+
+def test_an_error_level_traceback_header_is_no_cause_of_its_own() -> None:
+    lines = ["ERROR 12-17 10:47:07 [core.py:396] EngineCore failed to start.",
+             "ERROR 12-17 10:47:07 [core.py:396] Traceback (most recent call last):"]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.UNKNOWN, lines[0])
