@@ -88,8 +88,11 @@ SIGNATURES: tuple[Signature, ...] = (
         example="ValueError: The quantization method fp8 is not supported for the current GPU. "
         "Minimum capability: 90. Current capability: 86."),
     sig("no_kernel_image", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 80,
-        r"no kernel image is available for execution|NoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU",
-        ("kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU"),
+        r"no kernel image is available for execution|NoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU"
+        r"|(?:CUDA|HIP) error: invalid device function|(?:cuda|hip)ErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu"
+        r"|No compatible code objects? found",
+        ("kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU", "invalid device function", "InvalidDeviceFunction",
+         "NoBinaryForGpu", "compatible code object"),
         example="torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device"),
     sig("arch_required", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 80,
         rf"(?i)\b(?:only supports?|requires?|only (?:be )?(?:supported|available|works?) (?:on|for|with))\s+"
@@ -151,8 +154,9 @@ SIGNATURES: tuple[Signature, ...] = (
     # CUDA faults.
     sig("illegal_memory_access", C.ILLEGAL_MEMORY_ACCESS, 80,
         r"(?i)illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|misaligned address"
-        r"|Warp Illegal Address",
-        ("illegal memory access", "IllegalAddress", "ILLEGAL_ADDRESS", "misaligned address", "Illegal Address"),
+        r"|Warp Illegal Address|Memory access fault by GPU|HSA_STATUS_ERROR_MEMORY_(?:FAULT|APERTURE_VIOLATION)",
+        ("illegal memory access", "IllegalAddress", "ILLEGAL_ADDRESS", "misaligned address", "Illegal Address",
+         "Memory access fault", "HSA_STATUS_ERROR_MEMORY"),
         example="RuntimeError: CUDA error: an illegal memory access was encountered"),
     sig("kernel_assertion", C.CUDA_DEVICE_ASSERT, 78,
         r"(?:block: \[\d+, ?\d+, ?\d+\], thread: \[\d+, ?\d+, ?\d+\]|\.cuh?:\d+:).*Assertion .+ failed",
@@ -179,9 +183,9 @@ SIGNATURES: tuple[Signature, ...] = (
         example="RuntimeError: CUDA error: operation not permitted when stream is capturing"),
     # NCCL and torch.distributed.
     sig("nccl_error", C.NCCL_ERROR, 80,
-        r"NCCL error|nccl(?:System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument|Remote)Error"
+        r"[NR]CCL error|nccl(?:System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument|Remote)Error"
         r"|DistBackendError|Watchdog caught collective operation timeout|ProcessGroupNCCL.{0,80}(?:[Ee]rror|timeout)",
-        ("NCCL", "nccl", "DistBackendError", "Watchdog caught collective"), any_level=True,
+        ("NCCL", "nccl", "RCCL", "DistBackendError", "Watchdog caught collective"), any_level=True,
         example="RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"),
     sig("nccl_warn_connection", C.NCCL_ERROR, 76,
         r"NCCL WARN .{0,160}(?:connection abort|[Cc]onnection reset|unhandled (?:system|cuda) error|[Tt]imeout"
@@ -266,8 +270,9 @@ SIGNATURES: tuple[Signature, ...] = (
         example="RuntimeError: Failed to load the tokenizer. If you are using a LLaMA-based model, use "
         "'hf-internal-testing/llama-tokenizer' instead of the original tokenizer."),
     sig("chat_template_error", C.TOKENIZER_OR_TEMPLATE_ERROR, 65,
-        r"jinja2\.exceptions\.\w+|TemplateError|TemplateSyntaxError|(?i:chat[ _]template.{0,80}"
-        r"(?:error|not found|not set|invalid|missing|failed|does not exist))|(?i:no chat template)",
+        r"jinja2\.exceptions\.\w+|TemplateError|TemplateSyntaxError|ChatTemplate\w*Error|(?i:chat[ _]template.{0,80}"
+        r"(?:error|not found|not set|invalid|missing|failed|does not exist|no longer allowed|must provide|does not "
+        r"define))|(?i:no chat template)",
         ("jinja2", "Template", "template"),
         example="jinja2.exceptions.TemplateError: Conversation roles must alternate user/assistant/user/assistant"),
     # The server's own warm-up request.

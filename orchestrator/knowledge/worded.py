@@ -62,9 +62,9 @@ WORDED: tuple[Signature, ...] = (
         "NCCL WARN", any_level=True,
         example="node1:1234:5678 [0] enqueue.cc:1556 NCCL WARN Cuda failure 'invalid device function'"),
     sig("cuda_error_unnamed", C.UNKNOWN, 25,
-        r"CUBLAS_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR)|CUDA error: (?:unspecified launch failure|unknown error)"
-        r"|cudaErrorLaunchFailure|CUDA_ERROR_LAUNCH_FAILED",
-        ("CUBLAS_STATUS_", "CUDA error: ", "cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED"),
+        r"(?:CU|HIP)BLAS_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR)|(?:CUDA|HIP) error: (?:unspecified launch failure"
+        r"|unknown error)|(?:cuda|hip)ErrorLaunchFailure|CUDA_ERROR_LAUNCH_FAILED",
+        ("BLAS_STATUS_", "CUDA error: ", "HIP error: ", "ErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED"),
         example="RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx(...)`"),
     sig("weights_incomplete", C.WEIGHTS_LOAD_ERROR, 55,
         r"(?i:(?:didn't|did not|could not|couldn't|failed to) finish (?:the )?(?:model |weights? )?load(?:ing)?)"

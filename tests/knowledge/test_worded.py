@@ -131,3 +131,22 @@ def test_an_error_level_traceback_header_is_no_cause_of_its_own() -> None:
              "ERROR 12-17 10:47:07 [core.py:396] Traceback (most recent call last):"]
     verdict = classify(extract_evidence(lines))
     assert (verdict.category, verdict.root_cause_line) == (C.UNKNOWN, lines[0])
+
+
+@pytest.mark.parametrize(
+    ("message", "category"),
+    [
+        # ROCm's words for the CUDA families.
+        ("RuntimeError: HIP error: invalid device function", C.KERNEL_NOT_SUPPORTED_ON_ARCH),
+        ("Memory access fault by GPU node-2 (Agent handle: 0x1) on address 0x7f00. Reason: Unknown.",
+         C.ILLEGAL_MEMORY_ACCESS),
+        ("RuntimeError: RCCL error: unhandled system error", C.NCCL_ERROR),
+        ("torch.AcceleratorError: HIP error: unspecified launch failure", C.UNKNOWN),
+        # A chat template the tokenizer lacks.
+        ("vllm.entrypoints.chat_utils.ChatTemplateResolutionError: As of transformers v4.44, default chat template "
+         "is no longer allowed, so you must provide a chat template if the tokenizer does not define one.",
+         C.TOKENIZER_OR_TEMPLATE_ERROR),
+    ],
+)
+def test_platform_words_of_a_family(message: str, category: Category) -> None:
+    assert classify(extract_evidence([message])).category is category
