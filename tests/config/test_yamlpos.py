@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config.yamlpos import load_yaml, parse_yaml
+from orchestrator.config.yamlpos import MAX_YAML_BYTES, load_yaml, parse_yaml, read_capped
 from orchestrator.errors import ConfigError
 
 DOC = """\
@@ -74,3 +74,21 @@ def test_empty_document_and_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_yaml(tmp_path / "missing.yaml")
     assert err.value.file == str(tmp_path / "missing.yaml")
+
+
+def test_a_file_at_the_size_cap_is_read_and_one_byte_more_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    body = "# " + "x" * (MAX_YAML_BYTES - 3) + "\n"
+    path.write_text(body)
+    assert read_capped(path) == body.encode()
+    path.write_text(body + "\n")
+    with pytest.raises(ConfigError, match="larger than 4 MiB"):
+        read_capped(path)
+
+
+def test_the_node_tree_and_its_anchors_are_kept_for_rewriting() -> None:
+    doc = parse_yaml("a: &first !!str one\nb: *first\nc: [two]\n", "m.yaml")
+    assert doc.node is not None
+    (_, value_a), (_, value_b), _ = doc.node.value
+    assert value_b is value_a and doc.anchor_of[id(value_a)] == "first"
+    assert doc.text[value_a.start_mark.index : value_a.end_mark.index] == "&first !!str one"
