@@ -37,11 +37,12 @@ def morning(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert night.returncode == 0, night.stdout + night.stderr
     night_id = sweep_id_of(night.stdout)
     failing = json.loads(orchestrator("table", night_id, "-f", "json", db=db).stdout)["cells"]
-    run_id = next(c["run_id"] for c in failing if c["status"] == "fail")
+    cell_id, run_id = next((c["cell_id"], c["run_id"]) for c in failing if c["status"] == "fail")
     one = run_json(
         orchestrator("run", "--host", "simhost", "--hosts", str(hosts), "--json", "--", "--model-path", "/m", db=db)
     )
-    repro = orchestrator("repro", run_id, "--hosts", str(hosts), db=db)
+    # Named as the table's row: the night's sweep and a prefix of the cell's id.
+    repro = orchestrator("repro", f"{night_id}:{cell_id[:5]}", "--hosts", str(hosts), db=db)
     assert "Traceback" not in repro.stderr, repro.stderr
     typo = tmp / "typo.yaml"
     typo.write_text(MATRIX.format(backends="flashinfr, trition"))
