@@ -222,3 +222,19 @@ def test_a_sweep_shows_a_flag_value_holding_escapes_in_its_progress_and_table(tm
     # In the progress line and in the table (rich drops BEL, backspace and CR itself: harmless).
     assert result.output.count("m^[[2J^[]0;t^[[32mALL TESTS PASSED") == 2
     assert not _raw_controls(result.output), _raw_controls(result.output)
+
+
+def test_a_sweep_on_a_real_terminal_with_its_live_panel_obeys_nothing_of_a_flag_value(tmp_path: Path) -> None:
+    hosts, matrix, db = tmp_path / "hosts.yaml", tmp_path / "m.yaml", tmp_path / "o.db"
+    hosts.write_text(sim_host("simp", tmp_path / "work", f"  scenario: {SIM_059}\n"))
+    matrix.write_text(
+        "name: crafted\nhost: simp\nflags: {model-path: /models/m, tp-size: 1, kv-cache-dtype: bf16}\n"
+        'matrix: {served-model-name: ["m\\e[2J\\e]0;t\\a\\e[32mALL TESTS PASSED", plain]}\n'
+        "probes: {settle_s: 0.1, concurrent_requests: 1}\n"
+    )
+    printed = _on_a_terminal(["sweep", str(matrix), "--hosts", str(hosts), "--db", str(db)], REPO)
+    assert "m^[[2J^[]0;t^[[32mALL TESTS PASSED" in printed and "2 cells: 2 fail" in printed
+    assert "\x1b[2J" not in printed and "\x1b]" not in printed and "\x1b[32mALL" not in printed
+    # What is left is rich's own: colours, and the live panel's cursor moves over its own lines.
+    own = re.compile(r"\x1b\[[0-9;]*[mAKG]|\x1b\[\?25[lh]|\r")
+    assert not _raw_controls(own.sub("", printed)), repr(printed)
