@@ -180,8 +180,12 @@ class ProbeOutcome:
     probes: tuple[ProbeResult, ...] = ()
     process_died: bool = False
     deadline_phase: Phase | None = None
-    """Set when a per-phase deadline expired: the phase the launch was stuck in."""
+    """Set when a per-phase deadline expired, or its stall window passed with no progress: where it was stuck."""
     exit_code: int | None = None
+    stalled_s: float | None = None
+    """Cut for no progress: the seconds since the log last showed any (a new line, a bar that advanced)."""
+    last_progress: str | None = None
+    """Cut for no progress: the last line of the log that showed progress."""
 
     @property
     def failed_probe(self) -> ProbeResult | None:
@@ -197,6 +201,8 @@ class ProbeOutcome:
             "process_died": self.process_died,
             "deadline_phase": self.deadline_phase.value if self.deadline_phase else None,
             "exit_code": self.exit_code,
+            "stalled_s": self.stalled_s,
+            "last_progress": self.last_progress,
         }
 
     @classmethod
@@ -209,6 +215,8 @@ class ProbeOutcome:
             process_died=bool(data.get("process_died", False)),
             deadline_phase=Phase(data["deadline_phase"]) if data.get("deadline_phase") else None,
             exit_code=data.get("exit_code"),
+            stalled_s=data.get("stalled_s"),
+            last_progress=data.get("last_progress"),
         )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from typing import Any, Literal
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -65,6 +65,87 @@ class Deadlines:
         if len(values) == 1:
             return f"Deadlines({values.pop()})"
         return "Deadlines(" + ", ".join(f"{k}={v:g}" for k, v in self.to_dict().items()) + ")"
+
+
+STALL_PHASES = ("import", "model_load", "memory_alloc", "cuda_graph_capture", "warmup")
+"""The startup phases a stall window can be set for (a matrix's `stall:` keys)."""
+
+
+@dataclass(frozen=True)
+class Stall:
+    """How long each startup phase may go without progress before the launch is called hung (seconds).
+
+    Progress is a new log line or a progress bar that advanced (probe/progress.py); the phase deadlines
+    stay as hard caps. The defaults are set from real SGLang start-ups of large models, with room:
+    - import 10m: a first launch may JIT-build or load kernel caches (FlashInfer, sgl-kernel) for minutes
+      without a line;
+    - model_load 10m: the checkpoint-shard bar moves once per shard (~5 GB); a 400B checkpoint read from
+      network storage at ~100 MB/s moves it about once a minute;
+    - memory_alloc 5m: profiling memory and allocating the KV cache take seconds;
+    - cuda_graph_capture 10m: the batch-size bar moves every few seconds, but the first capture may JIT
+      DeepGEMM or CuTe kernels for minutes before it moves;
+    - warmup 10m: the server's own warm-up request, which may JIT kernels on its first forward pass.
+    A hang then costs about 10 GPU-minutes instead of the 30-45 of the phase deadlines, and a slow but
+    healthy load that keeps printing is never cut before its deadline.
+    """
+
+    windows: dict[str, float] = field(
+        default_factory=lambda: {
+            "import": 600.0, "model_load": 600.0, "memory_alloc": 300.0, "cuda_graph_capture": 600.0,
+            "warmup": 600.0,
+        }
+    )  # fmt: skip
+
+    def window(self, phase: str) -> float | None:
+        """The phase's window, or None when no-progress in that phase is never a hang by itself."""
+        return self.windows.get(phase)
+
+    def with_overrides(self, values: dict[str, Any]) -> Stall:
+        """A copy with some windows replaced (durations: `10m`, `90s`, numbers; `off` or 0 turns one off)."""
+        unknown = sorted(set(values) - set(STALL_PHASES))
+        if unknown:
+            raise ValueError(f"unknown stall phase(s) {unknown}; known: {list(STALL_PHASES)}")
+        windows = dict(self.windows)
+        for phase, value in values.items():
+            seconds = 0.0 if value in ("off", False, None) else parse_duration(value)
+            if seconds > 0:
+                windows[phase] = seconds
+            else:
+                windows.pop(phase, None)
+        return Stall(windows)
+
+    def to_dict(self) -> dict[str, float]:
+        """A JSON-ready form."""
+        return dict(self.windows)
+
+
+RetryClass = Literal["deterministic", "transient", "flaky"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retries by failure class (a matrix's `retry:`); a class left None takes the matrix's `retries:`.
+
+    Deterministic failures (a flag the build rejects, a kernel missing for the GPU, weights that do not
+    load) cost a full model load to relaunch and cannot change: not retried unless asked. Transient ones
+    (the host, the orchestrator, a port or GPU someone else took) are retried once the GPUs are free again;
+    flaky ones (NaN, illegal memory access, a hang) are retried to measure how often they happen.
+    """
+
+    deterministic: int | None = None
+    transient: int | None = None
+    flaky: int | None = None
+
+    def retries(self, kind: RetryClass, default: int) -> int:
+        """The retries a failure of this class earns (deterministic: 0 unless the matrix says otherwise)."""
+        given = {"deterministic": self.deterministic, "transient": self.transient, "flaky": self.flaky}[kind]
+        if given is not None:
+            return given
+        return 0 if kind == "deterministic" else default
+
+    def to_dict(self) -> dict[str, int | None]:
+        """A JSON-ready form."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from orchestrator.host.launcher import LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Status, Verdict
 from orchestrator.report.repro import ReproLaunch, render_repro_script, repro_launch, run_settings
+from orchestrator.settings import Stall
 from orchestrator.store.records import RunRecord, SweepRecord, new_run_id, new_sweep_id
 from orchestrator.store.secrets import MASK
 from orchestrator.store.sqlite import Store
@@ -172,7 +173,9 @@ def rerun(
             store.save_cells(sweep_id, [cell])
             spec = _spec(session, original, cell, launch, sorted(secrets))
             # The sweep's own attempt pipeline: numbered by the store, a lost launch reply stopped, the same watch.
-            launch_attempt(store, session, sweep_id, cell, spec, secrets, RunSettings(deadlines, probes))
+            stored = sweep.settings.get("stall")  # the sweep's own windows (older sweeps: the defaults)
+            stall = Stall({str(k): float(v) for k, v in stored.items()}) if isinstance(stored, dict) else Stall()
+            launch_attempt(store, session, sweep_id, cell, spec, secrets, RunSettings(deadlines, probes, stall))
             store.finish_sweep(sweep_id, "done", time.time())
         except SweepInterrupted as exc:
             interrupts.settle(exc)

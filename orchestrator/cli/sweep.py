@@ -102,8 +102,9 @@ def sweep(
         host_config = hosts[0] if hosts else resolve_host(None, scenario=scenario, hosts_file=hosts_file)
         options = SweepOptions(
             packed=not serial,
-            settings=RunSettings(effective_deadlines(host_config, matrix), matrix.probes),
+            settings=RunSettings(effective_deadlines(host_config, matrix), matrix.probes, matrix.stall),
             retries=matrix.retries,
+            retry=matrix.retry,
             on_infra=matrix.on_infra,
             strategy=strategy,
             budget=budget,
@@ -170,6 +171,12 @@ def sweep(
         used = str(record.settings.get("strategy") or "full")
         for line in not_run_lines(record, results, str(matrix_path)):
             console.print(line)
+        if outcome.saved_launches:
+            console.print(
+                f"retry policy: {outcome.saved_launches} launch(es) saved: failures a relaunch cannot change "
+                "(deterministic) were not retried (retry: {deterministic: N} retries them)",
+                markup=False,
+            )
         console.print(f"sweep {sweep_id} · orchestrator table {sweep_id} · orchestrator explain {sweep_id}")
         if json_out:
             data = json.loads(render("json", results, record))

@@ -18,12 +18,12 @@ from orchestrator.config.checks import matrix_checks
 from orchestrator.config.diagnostics import error_at, from_pydantic
 from orchestrator.config.hosts import builtin_sim_host, load_hosts
 from orchestrator.config.model import Matrix
-from orchestrator.config.schema import MatrixFile
+from orchestrator.config.schema import MatrixFile, RetryEntry
 from orchestrator.config.secret_flags import masked_text, protect_entry, protect_flags
 from orchestrator.config.yamlpos import LoadedYaml, YamlPath, load_yaml
 from orchestrator.errors import ConfigError, ConfigErrors
 from orchestrator.matrix.expand import count_cells, size_bounds
-from orchestrator.settings import Deadlines, KnownAnswer, ProbeSettings
+from orchestrator.settings import STALL_PHASES, Deadlines, KnownAnswer, ProbeSettings, RetryPolicy, Stall
 
 __all__ = ["builtin_sim_host", "load_hosts", "load_matrix", "matrix_from_yaml"]
 
@@ -41,6 +41,8 @@ _SECTION_KEYS: dict[YamlPath, tuple[str, ...]] = {
     (): tuple(MatrixFile.model_fields),
     ("probes",): tuple(f.name for f in fields(ProbeSettings)),
     ("probes", "greedy"): tuple(f.name for f in fields(KnownAnswer)),
+    ("stall",): STALL_PHASES,
+    ("retry",): tuple(RetryEntry.model_fields),
 }
 """Section -> the keys allowed in it, for "did you mean"."""
 
@@ -82,6 +84,8 @@ def matrix_from_yaml(doc: LoadedYaml) -> Matrix:
         deadline_overrides=dict(model.deadlines),
         probes=model.probes,
         retries=model.retries,
+        retry=RetryPolicy(model.retry.deterministic, model.retry.transient, model.retry.flaky),
+        stall=Stall().with_overrides(model.stall.given()),
         max_cells=model.max_cells,
         on_infra=model.on_infra,
     )

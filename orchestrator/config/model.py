@@ -16,7 +16,7 @@ from orchestrator.errors import ConfigError, ConfigErrors
 from orchestrator.model import AxisValue, FlagValue
 from orchestrator.secret import SecretRef as SecretRef
 from orchestrator.secret import is_secret_name, masked_names
-from orchestrator.settings import Deadlines, ProbeSettings
+from orchestrator.settings import Deadlines, ProbeSettings, RetryPolicy, Stall
 
 DEFAULT_LAUNCHER = "python -m sglang.launch_server"
 DEFAULT_MAX_CELLS = 5000
@@ -89,6 +89,10 @@ class Matrix:
     deadline_overrides: dict[str, float] = field(default_factory=dict)
     probes: ProbeSettings = field(default_factory=ProbeSettings)
     retries: int = 0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    """Retries by failure class; `retries` is the default of a class the file does not name."""
+    stall: Stall = field(default_factory=Stall)
+    """How long each startup phase may show no progress before a launch is a hang."""
     max_cells: int = DEFAULT_MAX_CELLS
     on_infra: OnInfra = "continue"
     """`stop`: after an infra verdict start nothing more; the cells left are recorded as skipped."""

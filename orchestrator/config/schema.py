@@ -135,6 +135,29 @@ class MatrixSection(BaseModel):
     exclude: list[dict[str, AxisField]] = Field(default_factory=list)
 
 
+class StallEntry(_Strict):
+    """`stall:`: per startup phase, how long without progress is a hang (0 turns a phase's window off)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    import_: Duration | None = Field(default=None, alias="import")
+    model_load: Duration | None = None
+    memory_alloc: Duration | None = None
+    cuda_graph_capture: Duration | None = None
+    warmup: Duration | None = None
+
+    def given(self) -> dict[str, float]:
+        """The windows the file set, by phase name."""
+        return {k: v for k, v in self.model_dump(by_alias=True).items() if v is not None}
+
+
+class RetryEntry(_Strict):
+    """`retry:`: retries by failure class (a class not given takes `retries:`; deterministic defaults to 0)."""
+
+    deterministic: StrictInt | None = Field(default=None, ge=0, le=10)
+    transient: StrictInt | None = Field(default=None, ge=0, le=10)
+    flaky: StrictInt | None = Field(default=None, ge=0, le=10)
+
+
 class MatrixFile(_Strict):
     """The whole matrix file."""
 
@@ -147,6 +170,8 @@ class MatrixFile(_Strict):
     deadlines: dict[str, Duration] = Field(default_factory=dict)
     probes: ProbeSettings = Field(default_factory=ProbeSettings)
     retries: StrictInt = Field(default=0, ge=0, le=10)
+    retry: RetryEntry = Field(default_factory=RetryEntry)
+    stall: StallEntry = Field(default_factory=StallEntry)
     max_cells: StrictInt = Field(default=DEFAULT_MAX_CELLS, ge=1)
     on_infra: OnInfra = "continue"
 
@@ -202,6 +227,8 @@ EXAMPLES: dict[str, str] = {
     "installs": "installs: [before, after]",
     "deadlines": "deadlines: {model_load: 30m, ready: 45m}",
     "retries": "retries: 1",
+    "retry": "retry: {deterministic: 0, transient: 2, flaky: 1}",
+    "stall": "stall: {model_load: 10m, cuda_graph_capture: 5m, warmup: 5m}",
     "max_cells": "max_cells: 5000",
     "on_infra": "on_infra: stop",
     "ssh": "ssh: user@gpu-host:22",

@@ -16,6 +16,8 @@ was first seen in that phase; `ready` runs from the start of the wait. Phases wi
 deadline of their own (import, warm-up) are bounded by `ready` alone. On expiry the phase
 reached is recorded; with no startup marker in the log yet, that is `Phase.IMPORT`, because a
 process that is alive but has printed nothing is still importing (argument errors exit at once).
+A stall window (settings.Stall) bounds each phase by its progress instead: no new line and no bar moving
+for that long is a hang, whatever the deadline would still allow.
 Exceptions from the caller's `is_alive` or `poll_log` (a lost SSH connection) are not caught:
 they are infra failures, not the server's.
 """
@@ -28,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from orchestrator.model import Phase
-from orchestrator.settings import Deadlines
+from orchestrator.settings import Deadlines, Stall
 
 HEALTH_TIMEOUT_S = 1.0
 """One `/health_generate` poll; short, so a poll never delays noticing a death."""
@@ -53,6 +55,10 @@ class LogProgress:
 
     phase: Phase | None = None
     fatal_line: str | None = None
+    progress_at: float | None = None
+    """When (on the wait's clock) the log last showed progress: a new line, a bar that advanced."""
+    progress_line: str | None = None
+    """That line."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,11 @@ class ReadyResult:
     died: bool = False
     fatal_line: str | None = None
     deadline_phase: Phase | None = None
-    """Set when a deadline expired: the phase the launch was stuck in."""
+    """Set when a deadline expired, or the phase went without progress for its stall window: where it was stuck."""
+    stalled_s: float | None = None
+    """Set when the launch was cut for no progress: seconds since its last progress (a new line, a bar moving)."""
+    progress_line: str | None = None
+    """The last line that showed progress, when cut for none since."""
     polls: int = 0
     """`/health_generate` requests sent."""
     last_status: int | None = None
@@ -95,13 +105,18 @@ def wait_ready(
     is_alive: Callable[[], bool],
     poll_log: Callable[[], LogProgress],
     deadlines: Deadlines,
+    stall: Stall | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     poll_interval: float = POLL_INTERVAL_S,
     warmup_poll_interval: float = WARMUP_POLL_INTERVAL_S,
     health_timeout: float = HEALTH_TIMEOUT_S,
 ) -> ReadyResult:
-    """Poll until `/health_generate` is 200, the process dies, the log shows a fatal line, or a deadline expires."""
+    """Poll until `/health_generate` is 200, the process dies, the log shows a fatal line, or a deadline expires.
+
+    With `stall`, a phase that shows no progress for its window ends the wait too: a hang is told from a
+    slow start by what the log keeps printing, not by how long the slowest host may take.
+    """
     for name, interval in (("poll_interval", poll_interval), ("warmup_poll_interval", warmup_poll_interval)):
         if not 0 < interval <= 1.0:
             raise ValueError(f"{name} must be in (0, 1] s, got {interval}")
@@ -135,6 +150,12 @@ def wait_ready(
         limit = _phase_limit(deadlines, phase)
         if (limit is not None and now - phase_since >= limit) or now - start >= deadlines.ready:
             return result(deadline_phase=phase or Phase.IMPORT)
+        window = stall.window((phase or Phase.IMPORT).value) if stall is not None else None
+        last = max(start, phase_since, progress.progress_at or start)
+        if window is not None and now - last >= window:
+            return result(
+                deadline_phase=phase or Phase.IMPORT, stalled_s=now - last, progress_line=progress.progress_line
+            )
         warming = phase is not None and phase.order >= Phase.WARMUP.order
         interval = min(poll_interval, warmup_poll_interval) if warming else poll_interval
         pause = tick + interval - clock()

@@ -143,7 +143,46 @@ def prepare(
     elif not memory.kv_fits:
         host_failures.append(Failure(Phase.MEMORY_ALLOC, "kv_cache_too_small"))
     plan = make_plan(scenario, given, launch_number=launch_number, extra=host_failures, skipped=skipped_phases(given))
+    dests = dest_of(grammar)
+    for name, (value, _line) in plan.overrides.items():
+        if name in dests:  # what the server runs with: its server_args line and /server_info say so
+            values[dests[name]] = _typed(value)
     return Launch(scenario, grammar, release, values, given, plan, memory, rank_gpus, foreign)
+
+
+OVERRIDE_LINES = {
+    "attention-backend": "Use {to} attention backend for DeepSeek with DSA.",
+    "kv-cache-dtype": "Setting KV cache dtype to {to} for DeepSeek DSA on SM120 device.",
+    "page-size": "Setting page size to {to} for DeepSeek DSA.",
+    "sampling-backend": "Sampling backend is set to {to} for deterministic inference.",
+    "moe-runner-backend": "Use {to} as MoE runner backend on sm100 for DeepseekV3ForCausalLM",
+    "chunked-prefill-size": "The radix cache, chunked prefill, and overlap scheduler are disabled because of using "
+    "eagle speculative decoding.",
+    "disable-cuda-graph": "Cuda graph is disabled because of using torch native attention backend",
+    "mem-fraction-static": "mem_fraction_static is adjusted to {to} to leave room for CUDA graphs.",
+}
+"""What SGLang's server_args.py logs when it changes a flag at start (by the flag it changes)."""
+
+
+def override_lines(launch: Launch) -> list[str]:
+    """The lines the server logs for each flag it changed from what it was asked."""
+    lines = []
+    for name, (value, line) in launch.plan.overrides.items():
+        template = line or OVERRIDE_LINES.get(name, "{dest} is set to {to}.")
+        lines.append(template.replace("{to}", value).replace("{dest}", name.replace("-", "_")))
+    return lines
+
+
+def _typed(text: str) -> Any:
+    """A scenario's override value as argparse would have parsed it: numbers, booleans, else the text."""
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
 
 
 def skipped_phases(given: dict[str, str]) -> set[Phase]:
@@ -182,7 +221,7 @@ def startup_lines(launch: Launch) -> list[str]:
     values["tokenizer_path"] = values.get("tokenizer_path") or launch.model_path
     values.update(host=launch.host, port=launch.port, tp_size=launch.tp_size)
     args = ", ".join(f"{dest}={value!r}" for dest, value in values.items())
-    lines = [f"server_args=ServerArgs({args})"]
+    lines = [*override_lines(launch), f"server_args=ServerArgs({args})"]
     auto = launch.scenario.autos()
     unset = [name for name in auto if launch.given.get(name, "auto") == "auto"]
     if "attention-backend" in unset:
@@ -204,7 +243,7 @@ def server_info(launch: Launch, *, throughput: float) -> dict[str, Any]:
     info: dict[str, Any] = dict(launch.values)
     dests = dest_of(launch.grammar)
     for name, value in launch.plan.resolved.items():
-        if name in dests and launch.given.get(name, "auto") == "auto":
+        if name in dests and launch.given.get(name, "auto") == "auto" and name not in launch.plan.overrides:
             info[dests[name]] = value
     memory = launch.memory
     info.update(host=launch.host, port=launch.port, tp_size=launch.tp_size)
@@ -214,7 +253,9 @@ def server_info(launch: Launch, *, throughput: float) -> dict[str, Any]:
         max_req_input_len=launch.scenario.model.context_len - 1,
         internal_states=[
             {
-                "attention_backend": launch.plan.resolved.get("attention-backend", "flashinfer"),
+                "attention_backend": str(info.get("attention_backend") or "")
+                if "attention-backend" in launch.plan.overrides
+                else launch.plan.resolved.get("attention-backend", "flashinfer"),
                 "last_gen_throughput": round(throughput, 2),
                 "memory_usage": {
                     "weight": memory.weights_gib,
@@ -250,7 +291,9 @@ def rank_configs(launch: Launch, *, server_pid: int, state_dir: str, began: floa
     startup = launch.plan.startup
     failure = None
     if startup is not None and startup.phase.value in RANK_PHASES:
-        failure = StartupFailure(startup.phase.value, startup.kind, startup.rank, launch.context(startup))
+        failure = StartupFailure(
+            startup.phase.value, startup.kind, startup.rank, launch.context(startup), startup.after_progress
+        )
     return [
         RankConfig(
             rank=rank,
@@ -264,8 +307,9 @@ def rank_configs(launch: Launch, *, server_pid: int, state_dir: str, began: floa
             arch=launch.scenario.model.architecture,
             context_len=launch.scenario.model.context_len,
             cuda_graph_bs=launch.graph_batch_sizes,
-            chunked_prefill_size=int(launch.given.get("chunked-prefill-size", "8192")),
+            chunked_prefill_size=int(launch.values.get("chunked_prefill_size") or 8192),
             failure=failure,
+            slow=dict(launch.plan.slow),
             linger=launch.plan.hangs_on_shutdown,
         )
         for rank, gpu in enumerate(launch.rank_gpus)

@@ -33,6 +33,8 @@ class Failure:
     on_request: int | None = None
     rank: int = 0
     """The scheduler rank that reports a startup failure (the others stall)."""
+    after_progress: float | None = None
+    """A hang: the share of its phase's progress printed before it stops (None: all of it)."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,10 @@ class LaunchPlan:
     resolved: dict[str, str] = field(default_factory=dict)
     drift: frozenset[Phase] = frozenset()
     """Phases whose answers drift: fluent and wrong (another number, another city), never a crash."""
-    """Canonical flag -> value after `auto` resolution (given flags and every `auto:` entry)."""
+    slow: dict[str, float] = field(default_factory=dict)
+    """Startup phase -> how many times its timing it takes (every matching `slow:` rule multiplies)."""
+    overrides: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    """Canonical flag -> (the value the server runs with instead of the asked one, the log line to say it in)."""
 
     @property
     def hangs_on_shutdown(self) -> bool:
@@ -106,10 +111,17 @@ def make_plan(
     failures = list(extra)
     garbage: set[Phase] = set()
     drift: set[Phase] = set()
+    slow: dict[str, float] = {}
+    overrides: dict[str, tuple[str, str | None]] = {}
     for index, rule in enumerate(scenario.rules):
         if not rule_matches(rule, given, resolved):
             continue
         warnings.extend([rule.warn] if isinstance(rule.warn, str) else rule.warn or [])
+        if rule.slow is not None:
+            slow[rule.slow.at] = slow.get(rule.slow.at, 1.0) * rule.slow.factor
+        if rule.override is not None:
+            name = canonical_name(rule.override.flag)
+            overrides[name] = (normalize(name, rule.override.to), rule.override.log)
         failure = _failure(rule.fail, index, launch_number, resolved) if rule.fail else None
         if failure is not None and failure.kind == "garbage":
             garbage.add(failure.phase)
@@ -121,7 +133,7 @@ def make_plan(
     startup = [f for f in failures if f.phase in STARTUP and f.on_request is None]
     first = min(startup, key=lambda f: f.phase.order) if startup else None
     serving = tuple(f for f in failures if f not in startup)
-    return LaunchPlan(tuple(warnings), first, serving, frozenset(garbage), resolved, frozenset(drift))
+    return LaunchPlan(tuple(warnings), first, serving, frozenset(garbage), resolved, frozenset(drift), slow, overrides)
 
 
 def _failure(spec: FailSpec, index: int, launch_number: int, resolved: Mapping[str, str]) -> Failure | None:
@@ -135,7 +147,7 @@ def _failure(spec: FailSpec, index: int, launch_number: int, resolved: Mapping[s
     if kind == "healthy":
         return None
     message = _fill(spec.message, resolved) if spec.message else None
-    return Failure(spec.at or Phase.SERVING, kind, message, spec.on_request)
+    return Failure(spec.at or Phase.SERVING, kind, message, spec.on_request, after_progress=spec.after_progress)
 
 
 def _fill(template: str, resolved: Mapping[str, str]) -> str:

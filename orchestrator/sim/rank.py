@@ -10,13 +10,14 @@ rank follows it (SGLang sets PR_SET_PDEATHSIG), unless it is meant to linger aft
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
 import threading
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any, NoReturn
 
@@ -53,6 +54,8 @@ class RankConfig:
     chunked_prefill_size: int
     failure: StartupFailure | None
     linger: bool = False
+    slow: dict[str, float] = field(default_factory=dict)
+    """Startup phase -> how many times its timing it takes (printing its progress throughout)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,8 @@ class StartupFailure:
     kind: str
     rank: int
     context: Context
+    after_progress: float | None = None
+    """A hang: the share of the phase's progress printed before it stops."""
 
 
 class Rank:
@@ -91,14 +96,14 @@ class Rank:
 
     def _startup(self) -> None:
         timing, mem, log = self.config.timing, self.memory, self.log
-        self._phase_for(timing.import_s)
+        self._phase_for(self._slowed("import", timing.import_s))
         self._checkpoint("import")
         log.info("Init torch distributed begin.")
         self._phase_for(timing.init_s)
         log.info(f"Init torch distributed ends. mem usage={CONTEXT_GIB:.2f} GB")
         avail = mem.total_gib - CONTEXT_GIB
         log.info(f"Load weight begin. avail mem={avail:.2f} GB")
-        self._phase_for(timing.load_weights_s)
+        self._progress("model_load", self._slowed("model_load", timing.load_weights_s), _shard_bar)
         self._checkpoint("model_load")
         self._hold(CONTEXT_GIB + mem.weights_gib)
         avail -= mem.weights_gib
@@ -106,7 +111,7 @@ class Rank:
             f"Load weight end. type={self.config.arch}, dtype=torch.bfloat16, avail mem={avail:.2f} GB, "
             f"mem usage={mem.weights_gib:.2f} GB."
         )
-        self._phase_for(timing.memory_alloc_s)
+        self._phase_for(self._slowed("memory_alloc", timing.memory_alloc_s))
         self._checkpoint("memory_alloc")
         self._hold(CONTEXT_GIB + mem.weights_gib + mem.kv_gib)
         avail -= mem.kv_gib
@@ -130,21 +135,44 @@ class Rank:
         sizes = self.config.cuda_graph_bs
         self.log.info(f"Capture cuda graph begin. This can take up to several minutes. avail mem={avail:.2f} GB")
         self.log.info(f"Capture cuda graph bs {sizes}")
-        seconds = self.config.timing.capture_cuda_graph_s
-        self._phase_for(seconds)
-        self._checkpoint("cuda_graph_capture")
+        seconds = self._slowed("cuda_graph_capture", self.config.timing.capture_cuda_graph_s)
         left = avail - self.memory.graph_gib
-        if self.config.rank == 0:
-            bar = "\u2588" * 40
-            self.log.raw(
-                f"Capturing batches (bs=1 avail_mem={left:.2f} GB): 100%|{bar}| {len(sizes)}/{len(sizes)} "
-                f"[00:00<00:00, {len(sizes) / max(seconds, 0.01):.2f}it/s]"
-            )
+        biggest_first = sorted(sizes, reverse=True)
+
+        def capture_bar(done: int, total: int, elapsed: float) -> str:
+            bs = biggest_first[min(done, total - 1)] if total else 1
+            return _tqdm(f"Capturing batches (bs={bs} avail_mem={left:.2f} GB)", done, total, elapsed)
+
+        self._progress("cuda_graph_capture", seconds, capture_bar, steps=len(sizes))
+        self._checkpoint("cuda_graph_capture")
         self._hold(CONTEXT_GIB + self.memory.weights_gib + self.memory.kv_gib + self.memory.graph_gib)
         self.log.info(
             f"Capture cuda graph end. Time elapsed: {seconds:.2f} s. mem usage={self.memory.graph_gib:.2f} GB. "
             f"avail mem={left:.2f} GB."
         )
+
+    def _slowed(self, phase: str, seconds: float) -> float:
+        return seconds * self.config.slow.get(phase, 1.0)
+
+    def _progress(self, phase: str, seconds: float, bar: Callable[[int, int, float], str], steps: int = 0) -> None:
+        """Let the phase's `seconds` pass in steps, rank 0 printing its tqdm bar at each, as SGLang's loaders do.
+
+        A bar line at least every second of the phase (a 400B checkpoint has ~160 shards), so a phase made slow
+        shows progress throughout; a hang with `after_progress` prints that share of the bar, then nothing.
+        """
+        steps = steps or max(8, min(200, math.ceil(seconds)))
+        failure = self.config.failure
+        stop = None
+        if failure is not None and failure.phase == phase and failure.kind == "hang":
+            stop = failure.after_progress
+        started = self._schedule
+        for done in range(steps + 1):
+            if stop is not None and done > stop * steps:
+                _block()  # stuck: no line, no bar moving, until killed
+            if done:
+                self._phase_for(seconds / steps)
+            if self.config.rank == 0:
+                self.log.raw(bar(done, steps, self._schedule - started))
 
     def _phase_for(self, seconds: float) -> None:
         """Let the next `seconds` of the startup's schedule pass (less when this rank started late, never more)."""
@@ -207,6 +235,25 @@ class Rank:
     def _exit(self, code: int) -> NoReturn:
         gpu_state.release(self.state)
         os._exit(code)
+
+
+def _shard_bar(done: int, total: int, elapsed: float) -> str:
+    return _tqdm("Loading safetensors checkpoint shards", done, total, elapsed, completed=True)
+
+
+def _tqdm(label: str, done: int, total: int, elapsed: float, *, completed: bool = False) -> str:
+    """A tqdm line as SGLang's logs show it: `label: 47% Completed | 7/15 [00:20<00:23,  2.93s/it]`."""
+    percent = int(100 * done / total) if total else 100
+    rate = f"{elapsed / done:5.2f}s/it" if done else "?it/s"
+    left = elapsed / done * (total - done) if done else None
+
+    def clock(seconds: float | None) -> str:
+        return "?" if seconds is None else f"{int(seconds) // 60:02d}:{int(seconds) % 60:02d}"
+
+    if completed:
+        return f"{label}: {percent:3d}% Completed | {done}/{total} [{clock(elapsed)}<{clock(left)}, {rate}]"
+    bar = "\u2588" * (percent * 40 // 100)
+    return f"{label}: {percent:3d}%|{bar:<40}| {done}/{total} [{clock(elapsed)}<{clock(left)}, {rate}]"
 
 
 def _block() -> NoReturn:

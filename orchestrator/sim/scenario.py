@@ -111,10 +111,14 @@ class FailSpec(_Record):
     p: float = checked(number(ge=0, le=1), 0.5)
     seed: int = checked(integer(), 0)
     then: str = checked(_KIND, "cuda_device_assert")
+    after_progress: float | None = checked(optional(number(ge=0, le=1)), None)
+    """A hang: the phase prints its progress for this fraction of its time, then nothing (a stuck load)."""
 
     def validate(self) -> None:
         if self.at is None and self.on_request is None:
             raise Bad("`at` is required unless `on_request` is given")
+        if self.after_progress is not None and self.kind not in ("hang", "hang_or_timeout"):
+            raise Bad("`after_progress` is for `kind: hang` (a launch that stops making progress)")
         if self.then == "flaky":
             raise Bad("`then` cannot be flaky")
         kind = self.then if self.kind == "flaky" else self.kind
@@ -128,6 +132,26 @@ class FailSpec(_Record):
             raise Bad("only `kind: hang` is supported at shutdown (ranks that survive SIGTERM)")
 
 
+SLOW_PHASES = ("import", "model_load", "memory_alloc", "cuda_graph_capture", "warmup")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlowSpec(_Record):
+    """A startup phase that takes `factor` times its timing, printing its progress throughout."""
+
+    at: str = checked(one_of("phase", list(SLOW_PHASES)))
+    factor: float = checked(number(gt=0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class OverrideSpec(_Record):
+    """A flag the server changes at start: it runs with `to`, and says so in SGLang's words (or `log`)."""
+
+    flag: str = checked(text())
+    to: str = checked(text(numbers_too=True))
+    log: str | None = checked(optional(text()), None)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Rule(_Record):
     """Conditions on flags, and what a launch meeting all of them does."""
@@ -135,6 +159,8 @@ class Rule(_Record):
     when: dict[str, Scalar | list[Scalar]] = checked(mapping_of(scalar(lists=True)), factory=dict)
     warn: str | list[str] | None = checked(optional(text_or_texts()), None)
     fail: FailSpec | None = checked(optional(record_of(FailSpec)), None)
+    slow: SlowSpec | None = checked(optional(record_of(SlowSpec)), None)
+    override: OverrideSpec | None = checked(optional(record_of(OverrideSpec)), None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,6 +251,8 @@ def _check_flags(scenario: Scenario, grammar: FlagGrammar) -> list[tuple[tuple[A
     ]
     for i, rule in enumerate(scenario.rules):
         checks += [(("rules", i, "when", k), k, v) for k, v in rule.when.items()]
+        if rule.override is not None:
+            checks.append((("rules", i, "override", "flag"), rule.override.flag, None))
     for loc, key, value in checks:
         name = canonical_name(key)
         if name not in choices:

@@ -128,8 +128,8 @@ def _start(
         for lane in lanes:
             for plan in starts[lane.name].invalid:
                 record_invalid(store, sweep_id, lane.first.name, plan)
-        stopped = _run(store, sweep_id, matrix, options, hooks, lanes, proofs, starts, budget)
-        return _finish(store, sweep_id, options, members, stopped)
+        stopped, saved = _run(store, sweep_id, matrix, options, hooks, lanes, proofs, starts, budget)
+        return _finish(store, sweep_id, options, members, stopped, saved)
     finally:
         for member in members:
             member.leave()
@@ -191,7 +191,7 @@ def _resume(
             lane = Lane(name, ("", ""), lane_members, preflight=full)
             preflight = replace(full, plans=[p for p in full.plans if p.cell.cell_id in keep])
             proofs[name] = proofs_for(store, first.name, full, options.retry_known_bad, sweep_id)
-            jobs = jobs_left(store, sweep_id, preflight, options.retries)
+            jobs = jobs_left(store, sweep_id, preflight, options.retries, options.retry)
             starts[name] = replace(preflight, plans=[j.plan for j in jobs] + preflight.invalid)
             owed_all.append(replace(preflight, plans=[j.plan for j in jobs]))
             fills[name] = fill
@@ -227,8 +227,8 @@ def _resume(
         if budget is not None and budget != record.settings.get("budget"):
             store.update_sweep_settings(sweep_id, {"budget": budget})
         hooks.on_plan(_joined_plans(list(starts.values())))
-        stopped = _run(store, sweep_id, matrix, options, hooks, lanes, proofs, starts, budget, resumed=True)
-        return _finish(store, sweep_id, options, members, stopped)
+        stopped, saved = _run(store, sweep_id, matrix, options, hooks, lanes, proofs, starts, budget, resumed=True)
+        return _finish(store, sweep_id, options, members, stopped, saved)
     finally:
         for member in members:
             member.leave()
@@ -264,17 +264,23 @@ def _run(
     budget: int | None,
     *,
     resumed: bool = False,
-) -> bool:
-    """Run the first cells of every lane together, then (adaptive) each lane's localisation; True when stopped."""
+) -> tuple[bool, int]:
+    """Run the first cells of every lane together, then (adaptive) each lane's localisation.
+
+    Returns whether an infra verdict stopped the sweep, and the launches the retry policy saved.
+    """
+    made: list[Scheduler] = []
 
     def scheduler(member: Member, pooled: bool, watch: HostWatch) -> Scheduler:
         assert member.session is not None
         session = member.session
-        return Scheduler(
+        made.append(Scheduler(
             store, lambda: session.for_worker(member.breaker), session, sweep_id, options.settings, options.retries,
             packed=options.packed, matrix=matrix, on_event=hooks.on_event, on_result=hooks.on_result,
             stop_on_infra=options.on_infra == "stop", watch=watch, shared=pooled, max_queued=options.max_queued,
-        )  # fmt: skip
+            retry=options.retry,
+        ))  # fmt: skip
+        return made[-1]
 
     lane_run = LaneRun(store, sweep_id, scheduler, options.wait_for_host_s, hooks.on_host, hooks.on_result)
 
@@ -288,7 +294,7 @@ def _run(
     for lane in lanes:
         jobs = [Job(p, 1) for p in starts[lane.name].valid]
         if resumed:
-            jobs = jobs_left(store, sweep_id, starts[lane.name], options.retries)
+            jobs = jobs_left(store, sweep_id, starts[lane.name], options.retries, options.retry)
         launcher(lane, now=False)(jobs)
     stopped = run_lanes(lane_run, lanes)
     if options.strategy == "adaptive" and budget is not None:
@@ -297,11 +303,13 @@ def _run(
                 break
             run = launcher(lane, now=True)
             stopped = adapt(store, sweep_id, matrix.retries, lane.preflight, budget, run, hooks.on_grow)
-    return stopped
+    return stopped, sum(s.saved for s in made)
 
 
-def _finish(store: Store, sweep_id: str, options: SweepOptions, members: list[Member], stopped: bool) -> SweepOutcome:
-    outcome = SweepOutcome(sweep_id)
+def _finish(
+    store: Store, sweep_id: str, options: SweepOptions, members: list[Member], stopped: bool, saved: int
+) -> SweepOutcome:
+    outcome = SweepOutcome(sweep_id, saved_launches=saved)
     for member in members:
         if member.session is None:
             continue

@@ -25,9 +25,10 @@ from orchestrator.knowledge.markers import phase_of_line
 from orchestrator.model import Phase, ProbeOutcome, ProbeResult, Verdict
 from orchestrator.probe.client import ProbeClient
 from orchestrator.probe.decode import run_probes
+from orchestrator.probe.progress import ProgressTracker
 from orchestrator.probe.ready import LogProgress, wait_ready
 from orchestrator.secret import Masker
-from orchestrator.settings import Deadlines, ProbeSettings
+from orchestrator.settings import Deadlines, ProbeSettings, Stall
 
 REPROBES_AFTER_DROP = 2
 """Times the probes are repeated on the same server after the SSH connection dropped under them."""
@@ -46,6 +47,8 @@ class RunSettings:
 
     deadlines: Deadlines = field(default_factory=Deadlines)
     probes: ProbeSettings = field(default_factory=ProbeSettings)
+    stall: Stall = field(default_factory=Stall)
+    """How long each startup phase may show no progress before the launch is a hang."""
 
 
 @dataclass
@@ -77,6 +80,9 @@ class LiveLog:
         self.fatal_line: str | None = None
         self.listening_line: str | None = None
         """The server's own `Uvicorn running on http://HOST:PORT` line, once printed."""
+        self.progress = ProgressTracker()
+        self.progress_at: float | None = None
+        """time.monotonic() when the log last showed progress (a new line, a bar that moved)."""
         self.timings: dict[str, float] = {}
         self.overflowed = False
         self._on_phase = on_phase
@@ -86,7 +92,13 @@ class LiveLog:
         if not self.overflowed:
             self._feed(self.tail.read_new())
             self.overflowed = self.tail.offset > LIVE_LOG_BUDGET
-        return LogProgress(self.phase, self.fatal_line)
+        return LogProgress(self.phase, self.fatal_line, self.progress_at, self.masked_progress_line)
+
+    @property
+    def masked_progress_line(self) -> str | None:
+        """The last line that showed progress, secrets masked (it may become a verdict's evidence)."""
+        line = self.progress.last_line
+        return self.masker.text(line) if line is not None else None
 
     def drain(self) -> None:
         """Read everything left (the server is gone or stopping)."""
@@ -108,6 +120,8 @@ class LiveLog:
                 self.fatal_line = self.masker.text(line)
             if "Uvicorn running on " in line:
                 self.listening_line = line
+            if self.progress.feed(line):
+                self.progress_at = time.monotonic()
 
 
 def execute_run(
@@ -131,8 +145,9 @@ def execute_run(
     client = session.launch_client(launch)
     try:
         ready = wait_ready(
-            client, is_alive=lambda: launcher.alive(launch), poll_log=live.poll, deadlines=settings.deadlines
-        )
+            client, is_alive=lambda: launcher.alive(launch), poll_log=live.poll, deadlines=settings.deadlines,
+            stall=settings.stall,
+        )  # fmt: skip
         if (
             ready.ready
             and not _says_listening(live, spec.port)
@@ -172,6 +187,8 @@ def execute_run(
         process_died=ready.died or died_alone,
         deadline_phase=ready.deadline_phase,
         exit_code=exit_code,
+        stalled_s=round(ready.stalled_s, 1) if ready.stalled_s is not None else None,
+        last_progress=ready.progress_line,
     )
     evidence = _final_evidence(session, spec, live)
     marks.mark("harvest_s")  # the last log bytes after the stop count as harvest too

@@ -10,6 +10,7 @@ from orchestrator.config.model import HostConfig, Matrix, OnInfra
 from orchestrator.errors import ConfigError, ConfigErrors
 from orchestrator.matrix.cost import Strategy
 from orchestrator.model import Cell
+from orchestrator.settings import RetryPolicy
 from orchestrator.store.records import RunRecord
 from orchestrator.sweep.cell_run import AttemptResult, launch_env
 from orchestrator.sweep.costing import LaunchCost
@@ -47,6 +48,8 @@ class SweepOptions:
     packed: bool = True
     settings: RunSettings = field(default_factory=RunSettings)
     retries: int = 0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    """Retries by failure class; `retries` is the default of a class it leaves open (sweep/retry.py)."""
     on_infra: OnInfra = "continue"
     """After an infra verdict (host or orchestrator failed): go on, or stop and skip the cells left."""
     strategy: Strategy | None = None
@@ -70,6 +73,8 @@ class SweepOutcome:
     sweep_id: str
     unchecked: dict[str, str] = field(default_factory=dict)
     """Host -> why its leftover servers could not be stopped or its GPUs checked (`--resume` does it)."""
+    saved_launches: int = 0
+    """Launches `retries:` alone would have spent on failures a relaunch cannot change (retry policy)."""
 
 
 def sweep_settings(matrix: Matrix, host: HostConfig, options: SweepOptions, scenario: str | None) -> dict[str, Any]:
@@ -78,6 +83,8 @@ def sweep_settings(matrix: Matrix, host: HostConfig, options: SweepOptions, scen
         "deadlines": options.settings.deadlines.to_dict(),
         "probes": options.settings.probes.to_dict(),
         "retries": options.retries,
+        "retry": options.retry.to_dict(),
+        "stall": options.settings.stall.to_dict(),
         "packed": options.packed,
         "on_infra": options.on_infra,
         "host": host.to_dict(),

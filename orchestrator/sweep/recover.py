@@ -18,12 +18,14 @@ from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status
 from orchestrator.secret import SecretRef
+from orchestrator.settings import RetryPolicy
 from orchestrator.store.records import UNFINISHED_STATES, RunRecord
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import launch_env, record_unlaunched, watch_attempt
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.plan import CellPlan, flag_secrets
 from orchestrator.sweep.preflight import Preflight, invalid_verdict
+from orchestrator.sweep.retry import retries_owed
 from orchestrator.sweep.scheduler import Job
 from orchestrator.transport.shell import ShellCommand
 
@@ -184,7 +186,9 @@ def finished_runs(store: Store, sweep_id: str) -> dict[str, list[RunRecord]]:
     return by_cell
 
 
-def jobs_left(store: Store, sweep_id: str, preflight: Preflight, retries: int) -> list[Job]:
+def jobs_left(
+    store: Store, sweep_id: str, preflight: Preflight, retries: int, policy: RetryPolicy | None = None
+) -> list[Job]:
     """Cells that still owe an attempt: no verdict yet (never run, abandoned, skipped), or failed with retries left."""
     done = finished_runs(store, sweep_id)
     jobs = []
@@ -194,6 +198,6 @@ def jobs_left(store: Store, sweep_id: str, preflight: Preflight, retries: int) -
             jobs.append(Job(plan, 1))
             continue
         last = runs[-1].verdict
-        if last is not None and last.status in (Status.FAIL, Status.INFRA) and len(runs) <= retries:
+        if last is not None and retries_owed(last, len(runs), policy or RetryPolicy(), retries):
             jobs.append(Job(plan, len(runs) + 1))
     return jobs

@@ -21,12 +21,14 @@ from orchestrator.errors import TransportError
 from orchestrator.host.facts import GpuHolder
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status, Verdict
+from orchestrator.settings import RetryPolicy
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched, run_attempt
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.hostdown import HostWatch
 from orchestrator.sweep.plan import CellPlan, GpuPool
 from orchestrator.sweep.preflight import describe_holders
+from orchestrator.sweep.retry import decide
 
 EventSink = Callable[[Cell, str, Phase | None], None]
 VERIFIED_FRESH_S = 0.5
@@ -62,6 +64,7 @@ class Scheduler:
         watch: HostWatch | None = None,
         shared: bool = False,
         max_queued: int | None = None,
+        retry: RetryPolicy | None = None,
     ):
         self.store = store
         self.open_session = open_session
@@ -69,6 +72,10 @@ class Scheduler:
         self.sweep_id = sweep_id
         self.settings = settings
         self.retries = retries
+        self.retry = retry or RetryPolicy()
+        """Retries by failure class (sweep/retry.py); `retries` is the default of a class it leaves open."""
+        self.saved = 0
+        """Launches `retries` alone would have spent that the class policy did not (deterministic failures)."""
         self.packed = packed
         self.matrix = matrix
         self.on_event = on_event
@@ -221,7 +228,10 @@ class Scheduler:
             self.pool.give_back(result.slot.gpus)
         if self.on_result:
             self.on_result(result)
-        if result.verdict.status in (Status.FAIL, Status.INFRA) and job.attempt <= self.retries:
+        decision = decide(result.verdict, job.attempt, self.retry, self.retries)
+        self.saved += decision.saved
+        if decision.again:
+            # Put back first in line; it starts once its GPUs are free again (a GPU-free check before any launch).
             pending.appendleft(Job(job.plan, job.attempt + 1))
         elif result.verdict.status is Status.INFRA and self.stop_on_infra and self.stopped is None:
             self.stopped = result

@@ -1,0 +1,72 @@
+"""Pure: whether a failed attempt is tried again, decided once from its failure's class and the matrix's policy.
+
+A relaunch of a 400B model costs minutes of GPU time, so it must be able to change the answer:
+- deterministic: the build or the checkpoint rejects the configuration (a flag, a kernel missing for the
+  GPU, an import, the weights, the tokenizer, a KV cache too small for the flags): the same again;
+- transient: the host or the orchestrator failed (infra), or someone else held the port or the GPUs, or
+  killed the server from outside: worth another try once the GPUs are free;
+- flaky: everything else that fails (NaN, illegal memory access, a hang, an OOM under load, wrong answers):
+  retried to measure how often it happens (k of N).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orchestrator.model import Category, Status, Verdict
+from orchestrator.settings import RetryClass, RetryPolicy
+
+DETERMINISTIC = frozenset({
+    Category.INVALID_ARGUMENT, Category.UNSUPPORTED_CONFIG, Category.KERNEL_NOT_SUPPORTED_ON_ARCH,
+    Category.IMPORT_ERROR, Category.WEIGHTS_LOAD_ERROR, Category.TOKENIZER_OR_TEMPLATE_ERROR,
+    Category.KV_CACHE_TOO_SMALL,
+})  # fmt: skip
+TRANSIENT = frozenset({Category.PORT_IN_USE, Category.GPU_MEMORY_IN_USE, Category.PROCESS_KILLED})
+_WHY = {
+    "deterministic": "a relaunch cannot change it",
+    "transient": "the host or another process, not the flags",
+    "flaky": "it may not happen every time",
+}
+
+
+def retry_class(verdict: Verdict) -> RetryClass | None:
+    """The class of a failure (None: a verdict that is not a failure: pass, invalid, skipped)."""
+    if verdict.status is Status.INFRA:
+        return "transient"
+    if verdict.status is not Status.FAIL:
+        return None
+    if verdict.category in DETERMINISTIC:
+        return "deterministic"
+    if verdict.category in TRANSIENT:
+        return "transient"
+    return "flaky"
+
+
+@dataclass(frozen=True)
+class RetryDecision:
+    """Whether the attempt after this one is launched, and the sentence the table gives for it."""
+
+    again: bool
+    reason: str
+    saved: int = 0
+    """Launches `retries:` alone would have spent on this cell that the class policy saves."""
+
+
+def decide(verdict: Verdict, attempt: int, policy: RetryPolicy, default: int) -> RetryDecision:
+    """After attempt number `attempt` ended with `verdict`: launch the cell again?"""
+    kind = retry_class(verdict)
+    if kind is None:
+        return RetryDecision(False, "")
+    allowed = policy.retries(kind, default)
+    name = verdict.category.value if verdict.status is Status.FAIL else "infra"
+    if attempt <= allowed:
+        return RetryDecision(True, f"retried: {name} is {kind} ({_WHY[kind]}; retry {kind}: {allowed})")
+    if allowed == 0:
+        saved = max(0, default - attempt + 1) if attempt == 1 else 0
+        return RetryDecision(False, f"not retried: {name} is {kind} ({_WHY[kind]}; retry {kind}: 0)", saved)
+    return RetryDecision(False, f"{kind}: its {allowed} retr{'y' if allowed == 1 else 'ies'} used")
+
+
+def retries_owed(last: Verdict, attempts: int, policy: RetryPolicy, default: int) -> bool:
+    """Whether a cell whose last of `attempts` attempts ended with `last` still owes one (a resume asks)."""
+    return decide(last, attempts, policy, default).again
