@@ -1,7 +1,13 @@
 """One sweep at a time per host: a lock directory on the host that always says who holds it, with a heartbeat.
 
+What is locked is the host's GPUs. Given their UUIDs, the lock is the machine's, whoever asks and from whatever
+workdir: `/tmp/orchestrator-gpus-<hash of the UUIDs>`, so two engineers' sweeps on one box, or two entries of a
+pool that name the same machine, are refused like two sweeps of one workdir. Without them (a caller that does not
+know the GPUs yet) it is the workdir's, `<workdir>/lock`. A simulated host's GPUs are its own (their UUIDs derive
+from its state), so simulated hosts on one machine still lock apart.
+
 The lock is created whole: its owner file is written into a fresh directory that is then renamed
-to `<workdir>/lock`, and a rename onto an existing (non-empty) directory fails, so two orchestrators
+to the lock's path, and a rename onto an existing (non-empty) directory fails, so two orchestrators
 racing for a host cannot both win and no one ever sees a lock without its owner. A lock whose
 owner process is gone (same machine: pid dead, or reused by another process) or whose heartbeat
 stopped long ago (another machine) is stale. Breaking it is a compare-and-delete under `flock`
@@ -19,7 +25,9 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from hashlib import sha256
 
 from orchestrator.errors import ConnectionLost, HostBusy, OrchestratorError, TransportError
 from orchestrator.transport.base import Transport
@@ -29,13 +37,15 @@ STALE_AFTER_S = 600.0
 """A heartbeat older than this from another machine means its orchestrator is gone."""
 HEARTBEAT_S = 60.0
 """How often a holder rewrites its heartbeat, from a thread of its own: one cell can take far longer."""
+MACHINE_LOCK_ROOT = "/tmp"
+"""Where a machine-wide lock lives: every user may create there, and only its owner (or root) remove (sticky)."""
 
 log = logging.getLogger(__name__)
 
 _GUARD = 'exec 9< "$1" || exit 2; if command -v flock >/dev/null; then flock -w 10 9 || exit 2; fi'
 # $1 workdir, $2 lock dir; stdin: the owner file. A temp dir renamed into place: the lock appears whole.
-_CREATE = """t=$(mktemp -d "$2.new.XXXXXX") || exit 2
-cat > "$t/owner.json" || { rm -rf -- "$t"; exit 2; }
+_CREATE = """t=$(mktemp -d "$2.new.XXXXXX") && chmod 755 "$t" || exit 2
+cat > "$t/owner.json" && chmod 644 "$t/owner.json" || { rm -rf -- "$t"; exit 2; }
 mv -T -- "$t" "$2" 2>/dev/null && exit 0
 rm -rf -- "$t"; exit 1"""
 # $1 workdir, $2 lock dir; stdin: the owner file exactly as it was judged stale (empty: it had none).
@@ -44,7 +54,7 @@ _BREAK_IF = f"""{_GUARD}
 current=$(cat -- "$2/owner.json" 2>/dev/null; echo .)
 expected=$(cat; echo .)
 [ "$current" = "$expected" ] || exit 1
-rm -rf -- "$2\""""
+rm -rf -- "$2" 2>/dev/null || exit 3"""
 # $1 workdir, $2 lock dir, $3 our token; stdin: the new owner file. Rewritten only while it is still ours.
 _BEAT = f"""{_GUARD}
 grep -qF -- "$3" "$2/owner.json" 2>/dev/null || exit 1
@@ -64,11 +74,14 @@ class LockOwner:
     started: str | None = None
     """The process's start time (field 22 of /proc/<pid>/stat): a reused pid does not look like the holder."""
     token: str = ""
+    workdir: str = ""
+    """The holder's workdir on the host: with a machine-wide lock, not necessarily ours."""
 
     def describe(self) -> str:
         """`sweep s-... (pid 123 on box), last heartbeat 12 s ago`."""
         age = max(0.0, time.time() - self.heartbeat)
-        return f"sweep {self.sweep_id} (pid {self.pid} on {self.hostname}), last heartbeat {age:.0f} s ago"
+        where = f", from workdir {self.workdir}" if self.workdir else ""
+        return f"sweep {self.sweep_id} (pid {self.pid} on {self.hostname}), last heartbeat {age:.0f} s ago{where}"
 
     def to_json(self) -> bytes:
         """The owner file's content."""
@@ -88,22 +101,36 @@ def parse_owner(raw: bytes) -> LockOwner | None:
         data = json.loads(raw or b"null")
         return LockOwner(
             str(data["hostname"]), int(data["pid"]), str(data["sweep_id"]), float(data["heartbeat"]),
-            data.get("started"), str(data.get("token", "")),
+            data.get("started"), str(data.get("token", "")), str(data.get("workdir", "")),
         )  # fmt: skip
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
-class HostLock:
-    """The lock of one host's working directory."""
+def machine_lock_dir(gpu_uuids: Sequence[str]) -> str:
+    """The machine-wide lock of a set of GPUs (the same whatever their order)."""
+    digest = sha256("\n".join(sorted(set(gpu_uuids))).encode()).hexdigest()[:16]
+    return posixpath.join(MACHINE_LOCK_ROOT, f"orchestrator-gpus-{digest}")
 
-    def __init__(self, transport: Transport, workdir: str, sweep_id: str, *, heartbeat_s: float = HEARTBEAT_S):
+
+class HostLock:
+    """The lock of one host's GPUs (given their UUIDs), else of its working directory."""
+
+    def __init__(
+        self, transport: Transport, workdir: str, sweep_id: str, *, heartbeat_s: float = HEARTBEAT_S,
+        gpu_uuids: Sequence[str] = (),
+    ) -> None:  # fmt: skip
         self.transport = transport
         self.workdir = workdir
-        self.dir = posixpath.join(workdir, "lock")
+        self.machine_wide = bool(gpu_uuids)
+        # The folder whose flock guards a takeover: the lock's own parent.
+        self.root = MACHINE_LOCK_ROOT if self.machine_wide else workdir
+        self.dir = machine_lock_dir(gpu_uuids) if self.machine_wide else posixpath.join(workdir, "lock")
         self.owner_path = posixpath.join(self.dir, "owner.json")
         pid = os.getpid()
-        self.me = LockOwner(socket.gethostname(), pid, sweep_id, time.time(), _start_time(pid), secrets.token_hex(8))
+        self.me = LockOwner(
+            socket.gethostname(), pid, sweep_id, time.time(), _start_time(pid), secrets.token_hex(8), workdir
+        )
         self._heartbeat_s = heartbeat_s
         self._stop = threading.Event()
         self._beater: threading.Thread | None = None
@@ -125,8 +152,9 @@ class HostLock:
                 self._start_beating()  # ours: the reply to our create was lost
                 return
             if owner is not None and not self._stale(owner):
+                scope = " (the lock of its GPUs, whatever the workdir or user)" if self.machine_wide else ""
                 raise HostBusy(
-                    f"the host is locked by {owner.describe()}; wait for it to finish, or remove {self.dir} "
+                    f"the host is locked{scope} by {owner.describe()}; wait for it to finish, or remove {self.dir} "
                     "on the host if you are sure that sweep is dead"
                 )
             if owner is not None:
@@ -141,7 +169,7 @@ class HostLock:
     def heartbeat(self) -> bool:
         """Say we are still alive; False when the lock is no longer ours (taken over as stale)."""
         beat = replace(self.me, heartbeat=time.time())
-        cmd = ShellCommand("sh", "-c", _BEAT, "lock-beat", self.workdir, self.dir, self.me.token)
+        cmd = ShellCommand("sh", "-c", _BEAT, "lock-beat", self.root, self.dir, self.me.token)
         result = self.transport.run(cmd.raw(), timeout=30, stdin=beat.to_json())
         if result.exit_code == 2:
             raise self._cannot("write the heartbeat of", result.stderr_text)
@@ -164,7 +192,7 @@ class HostLock:
     def _create(self) -> bool:
         # Never re-sent blindly: a lost reply reads as "not created", and the owner check that
         # follows finds our own token if it was.
-        cmd = ShellCommand("sh", "-c", _CREATE, "lock-create", self.workdir, self.dir)
+        cmd = ShellCommand("sh", "-c", _CREATE, "lock-create", self.root, self.dir)
         try:
             result = self.transport.run(cmd.raw(), timeout=30, stdin=self.me.to_json(), idempotent=False)
         except ConnectionLost:
@@ -174,10 +202,16 @@ class HostLock:
         return result.ok
 
     def _break_if(self, expected: bytes) -> None:
-        cmd = ShellCommand("sh", "-c", _BREAK_IF, "lock-break", self.workdir, self.dir)
+        cmd = ShellCommand("sh", "-c", _BREAK_IF, "lock-break", self.root, self.dir)
         result = self.transport.run(cmd.raw(), timeout=30, stdin=expected)
         if result.exit_code == 2:
             raise self._cannot("break the stale lock", result.stderr_text)
+        if result.exit_code == 3:
+            # Another user's, in a sticky folder: only they (or root) may remove it.
+            raise HostBusy(
+                f"the lock {self.dir} was left by a sweep that is gone, but it is not ours to remove (another user's);"
+                f" ask its owner or root to remove {self.dir} on the host"
+            )
 
     def _cannot(self, what: str, stderr: str) -> TransportError:
         return TransportError(f"{self.transport.describe()}: cannot {what} {self.dir}: {stderr.strip()}")
