@@ -18,6 +18,7 @@ from orchestrator.classify.structure import Shape, shape_of
 from orchestrator.classify.survival import last_activity_line_no, ready_line_no, survived
 from orchestrator.harvest.records import Evidence, Hit, LogLine, TracebackRecord
 from orchestrator.knowledge.lines import parse, strip_ansi
+from orchestrator.knowledge.markers import REQUEST_HANDLER
 from orchestrator.knowledge.patterns import Signature
 from orchestrator.knowledge.signatures import BY_ID
 from orchestrator.model import Category, Phase
@@ -90,7 +91,13 @@ def candidates(evidence: Evidence) -> list[Candidate]:
             continue
         if not _survived(cand, ready, activity):
             found.append(cand)
+    if found and all(_request_scoped(c) for c in found):
+        return []  # only requests failed, each answered with an error status by a server that went on
     return found
+
+
+def _request_scoped(cand: Candidate) -> bool:
+    return cand.category in RECOVERABLE and not cand.generic and REQUEST_HANDLER.search(cand.line.text) is not None
 
 
 def _survived(cand: Candidate, ready: int | None, activity: int | None) -> bool:

@@ -79,3 +79,7 @@ SERVING_ACTIVITY = re.compile(
     r"|Avg (?:prompt|generation) throughput: (?:[1-9]\d*|0\.\d*[1-9])"
 )
 """Lines that show a server answering requests: batches run, completions returned with 200."""
+
+REQUEST_HANDLER = re.compile(r"[\[ (]serving(?:_\w+)?\.py:\d+\]|\bError in preprocessing prompt inputs\b")
+"""Where an OpenAI-compatible server logs one request's failure (vLLM's `[serving_chat.py:257]`): it answers that
+request with an error status and goes on serving, so what is logged there is the request's, not the server's."""

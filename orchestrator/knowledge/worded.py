@@ -3,7 +3,8 @@
 Each row is a family of messages SGLang, vLLM, PyTorch, CUDA, NCCL, DeepGEMM or pydantic print in general:
 a refusal that names the GPU architecture; a Python name error for a kernel library that did not import on
 this GPU; an operator namespace of a compiled extension that lacks an operator (the extension and the caller
-do not match); a rejected value that names a server argument; a config validation error; the distributed
+do not match); a compiled extension that is there but does not load (an ABI break, at any level, unlike an optional
+module that is absent); a rejected value that names a server argument; a config validation error; the distributed
 runtime below NCCL failing; a c10d socket waiting in vain; a CUDA error that names no cause; weight loading
 that did not finish or a loader's shape check; an assertion inside a JIT compiler. See signatures.py for the
 specificity bands.
@@ -36,6 +37,11 @@ WORDED: tuple[Signature, ...] = (
         r".{0,80}has no attribute",
         "has no attribute", phase=P.IMPORT,
         example="AttributeError: '_OpNamespace' 'sgl_kernel' object has no attribute 'fused_add_rmsnorm'"),
+    sig("extension_load_failed", C.IMPORT_ERROR, 72,
+        r"(?i:failed to (?:import|load)|could not (?:import|load)).{0,160}(?:undefined symbol|symbol not found"
+        r"|cannot open shared object|DLL load failed)", ("ailed to", "ould not"), phase=P.IMPORT, any_level=True,
+        example="WARNING 05-30 10:51:41 [_custom_ops.py:21] Failed to import from vllm._C with ImportError(\"dlopen("
+        "/x/vllm/_C.abi3.so, 0x0002): symbol not found in flat namespace '___kmpc_dispatch_deinit'\")"),
     sig("config_validation", C.INVALID_ARGUMENT, 52, r"(?:^|\s)Value error, \S", "Value error, ",
         phase=P.ARG_PARSE, any_level=True,
         example="Value error, max_model_len (40960) is greater than the derived max_model_len (32768). "

@@ -150,3 +150,28 @@ def test_an_error_level_traceback_header_is_no_cause_of_its_own() -> None:
 )
 def test_platform_words_of_a_family(message: str, category: Category) -> None:
     assert classify(extract_evidence([message])).category is category
+
+
+def test_only_requests_failing_is_no_server_failure() -> None:
+    rejected = ("(APIServer pid=1) ERROR 04-28 14:17:50 [serving_chat.py:257] ValueError: 'max_tokens' or "
+                "'max_completion_tokens' is too large: 8192.")
+    assert classify(extract_evidence([rejected])).category is C.HEALTHY
+    # A failure of the server beside it still names the cause.
+    died = "(EngineCore pid=2) ERROR 04-28 14:17:51 [core.py:1] torch.OutOfMemoryError: CUDA out of memory."
+    verdict = classify(extract_evidence([rejected, died]))
+    assert (verdict.category, verdict.root_cause_line) == (C.CUDA_OOM, died)
+
+
+def test_an_unrecognised_processor_is_a_processor_load_failure() -> None:
+    line = "ValueError: Unrecognized image processor in /models/x. Should have a `image_processor_type` key"
+    assert classify(extract_evidence([line])).category is C.TOKENIZER_OR_TEMPLATE_ERROR
+
+
+def test_an_extension_that_does_not_load_is_an_import_failure_at_any_level() -> None:
+    broken = ("WARNING 05-30 10:51:41 [_custom_ops.py:21] Failed to import from vllm._C with ImportError(\"/x/_C.so: "
+              "undefined symbol: _ZN3c104cuda9SetDeviceEi\")")
+    assert classify(extract_evidence([broken])).category is C.IMPORT_ERROR
+    # An optional module that is simply absent is a warning like any other.
+    absent = ("WARNING 05-30 10:51:41 [_custom_ops.py:21] Failed to import from vllm._rocm_C with "
+              "ModuleNotFoundError(\"No module named 'vllm._rocm_C'\")")
+    assert classify(extract_evidence([absent])).category is C.HEALTHY
