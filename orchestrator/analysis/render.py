@@ -10,13 +10,14 @@ import io
 import json
 from collections.abc import Iterable, Sequence
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from orchestrator.analysis.compare import CellChange, Comparison, message_of
 from orchestrator.analysis.explain import CLEAR, Explanation, Finding, GroupReport
 from orchestrator.analysis.inputs import CellOutcome
+from orchestrator.safeconsole import SafeConsole
 
 FORMATS = ("term", "md", "json")
 SUMMARY_FINDINGS = 3
@@ -50,7 +51,8 @@ def render_explanation(explanation: Explanation, fmt: str = "term", *, width: in
 
 def to_text(renderable: RenderableType, *, width: int = 100, color: bool = False) -> str:
     """Render a rich renderable to a string, with ANSI colours only when asked."""
-    console = Console(file=io.StringIO(), width=width, record=True, force_terminal=color, color_system="standard")
+    # A SafeConsole: log and flag text in the tables shows its control characters before the colours are added.
+    console = SafeConsole(file=io.StringIO(), width=width, record=True, force_terminal=color, color_system="standard")
     console.print(renderable)
     return "\n".join(line.rstrip() for line in console.export_text(styles=color).splitlines()) + "\n"
 

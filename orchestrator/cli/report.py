@@ -11,7 +11,7 @@ import typer
 from orchestrator.analysis.compare import compare as compare_views
 from orchestrator.analysis.explain import explain
 from orchestrator.analysis.render import render_comparison, render_explanation
-from orchestrator.cli.common import check_output_file, exits_on_error, open_store
+from orchestrator.cli.common import check_output_file, echo, exits_on_error, open_store
 from orchestrator.cli.root import app
 from orchestrator.report.bugreport import render_bugreport
 from orchestrator.report.html import render_html
@@ -99,7 +99,7 @@ def report(
             raise typer.Exit(1) from exc
         typer.echo(f"wrote {html} ({len(results)} cells of {record.sweep_id})", err=md)
     if md:
-        typer.echo(markdown_report(record, results, other), nl=False)
+        echo(markdown_report(record, results, other), nl=False)
     elif fmt == "json":
         typer.echo(json.dumps(json_report(record, results, other), indent=2))
 
@@ -119,4 +119,4 @@ def bugreport(
         record = store.get_run(run)
         sweep, results = _load(store, record.sweep_id)
         text = render_bugreport(record, sweep, results)
-    typer.echo(text, nl=False)
+    echo(text, nl=False)

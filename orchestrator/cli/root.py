@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 import orchestrator
+from orchestrator.textsafe import guard_standard_streams
 
 app = typer.Typer(
     name="orchestrator",
@@ -45,3 +46,5 @@ def _root(
     ] = False,
 ) -> None:
     """Sweep SGLang flag combinations on a GPU host, probe each launch for real, and name every failure."""
+    # Every command's terminal output shows control characters of log and flag text instead of obeying them.
+    guard_standard_streams()

@@ -11,6 +11,7 @@ import typer
 
 from orchestrator.cli.common import (
     check_output_file,
+    echo,
     exits_on_error,
     make_console,
     open_store,
@@ -157,7 +158,7 @@ def sweep(
                 raise HostBusy(f"{exc} {earlier}") from exc
             except SweepInterrupted as exc:
                 for line in report_lines(exc, resume_with(exc.sweep_id) if exc.sweep_id else None):
-                    typer.echo(line, err=True)
+                    echo(line, err=True)
                 raise typer.Exit(exc.exit_code) from None
             except OrchestratorError as exc:
                 if said:  # the sweep's record exists: say how to finish it, whatever stopped it

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.common import exits_on_error, make_console, open_store
+from orchestrator.cli.common import echo, exits_on_error, make_console, open_store
 from orchestrator.cli.root import app
 from orchestrator.report.table import TableFormat, render_sweeps
 
@@ -26,7 +26,7 @@ def print_sweeps(fmt: TableFormat, db: Path | None) -> None:
     with exits_on_error(), open_store(db, create=False) as store:
         summaries = store.sweep_summaries()
     if fmt != "term":
-        typer.echo(render_sweeps(fmt, summaries), nl=False)
+        (typer.echo if fmt == "json" else echo)(render_sweeps(fmt, summaries), nl=False)
         return
     console = make_console()
     text = render_sweeps("term", summaries, console.width if console.is_terminal else None)

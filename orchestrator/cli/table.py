@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.common import make_console, print_table
+from orchestrator.cli.common import echo, make_console, print_table
 from orchestrator.cli.root import app
 from orchestrator.cli.sweep_plan import not_run_lines
 from orchestrator.errors import StoreError
@@ -66,4 +66,4 @@ def table(
                 soft_wrap=True,
             )
     else:
-        typer.echo(render(fmt, results, record), nl=False)
+        (typer.echo if fmt == "json" else echo)(render(fmt, results, record), nl=False)
