@@ -246,7 +246,8 @@ class HostSession:
             asked = time.monotonic()  # taken before the query, so a GPU is never thought free later than it was
             reading = GpuReading(self.sh(facts.GPU_APPS_QUERY, timeout=30), asked)
         asked = reading.asked
-        procs = facts.parse_gpu_processes(reading.result.text)
+        # No reading (nvidia-smi missing or failing) is never "no holders": NoGpuReading says why.
+        procs = facts.read_gpu_processes(reading.result.exit_code, reading.result.text, reading.result.stderr_text)
         known = self._gpu_list(procs)
         holders = facts.gpu_holders(known, procs, set())
         busy = {h.gpu_index for h in holders}
@@ -280,14 +281,20 @@ class HostSession:
         self, gpus: tuple[int, ...], timeout: float, first: GpuReading | None = None
     ) -> tuple[bool, list[facts.GpuHolder]]:
         """Wait until nvidia-smi shows no process on these GPUs (`first`: its answer already in hand); the holders
-        left if it never does."""
+        left if it never does. Raises NoGpuReading when nvidia-smi gave no reading until the deadline: GPUs
+        whose state is unknown are never called free."""
         deadline = time.monotonic() + timeout
         while True:
-            holders = self.gpu_holders(set(), gpus, first)
+            try:
+                holders = self.gpu_holders(set(), gpus, first)
+            except facts.NoGpuReading:
+                if time.monotonic() >= deadline:
+                    raise
+                holders = None
             first = None
-            if not holders:
+            if holders == []:
                 return True, []
-            if time.monotonic() >= deadline:
+            if holders is not None and time.monotonic() >= deadline:
                 return False, holders
             time.sleep(GPU_RELEASE_POLL_S)
 

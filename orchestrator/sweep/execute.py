@@ -17,7 +17,7 @@ from orchestrator.classify.verdict import classify
 from orchestrator.harvest.evidence import Evidence, EvidenceBuilder
 from orchestrator.harvest.fetch import LogTail, harvest_huge
 from orchestrator.harvest.needles import HOST_GREP_REGEX
-from orchestrator.host.facts import GpuHolder
+from orchestrator.host.facts import GpuHolder, NoGpuReading
 from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.knowledge.fatal import is_fatal_line
@@ -196,7 +196,12 @@ def execute_run(
     if killed is not None:
         verdict = scheduler_killed_verdict(verdict, killed.state, killed.reason)
     marks.mark("classify_s")
-    released, leftovers = session.wait_gpus_released(spec.gpus, settings.deadlines.gpu_release, gpus_after)
+    try:
+        released, leftovers = session.wait_gpus_released(spec.gpus, settings.deadlines.gpu_release, gpus_after)
+    except NoGpuReading as exc:
+        # The verdict stands (it is the server's); its GPUs are not handed out again while nobody can read them.
+        log.warning("%s: GPUs of %s not verified free: %s", session.config.name, spec.run_id, exc.problem)
+        released, leftovers = False, []
     marks.mark("gpu_free_s")
     live.timings["total"] = round(time.monotonic() - started, 3)
     return RunReport(outcome, evidence, verdict, live.timings, launch.pgid, released, leftovers, launch)

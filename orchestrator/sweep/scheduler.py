@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
-from orchestrator.classify.unlaunched import gpus_unavailable_verdict, skipped_verdict
+from orchestrator.classify.unlaunched import gpus_unavailable_verdict, infra_verdict, skipped_verdict
 from orchestrator.config.model import Matrix
 from orchestrator.errors import TransportError
-from orchestrator.host.facts import GpuHolder
+from orchestrator.host.facts import GpuHolder, NoGpuReading
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status, Verdict
 from orchestrator.settings import RetryPolicy
@@ -192,6 +192,13 @@ class Scheduler:
             if self.watch is None or self.watch.breaker.tripped is None:
                 raise
             return  # the host went down: the next round sees it
+        except NoGpuReading as exc:
+            # Launching onto GPUs whose state nobody can read could put two servers on one GPU: stop here.
+            self._put_back(pending, starts)
+            verdict = infra_verdict(exc, Phase.PREFLIGHT)
+            for job in _drain(pending):
+                self._record_unlaunched(job, verdict)
+            return
         for (job, gpus), port in zip(starts, chosen, strict=True):
             future = executor.submit(self._attempt, job, Slot(gpus, port))
             in_flight[future] = job
