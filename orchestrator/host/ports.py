@@ -18,20 +18,26 @@ SURVEY_FRESH_S = 30.0
 any check leaves: SGLang binds its port only once its weights are loaded, seconds to minutes after the check."""
 
 # Prints the kernel's ephemeral range, then each candidate some socket uses as its local port (TIME_WAIT, st 06,
-# does not count: the server binds with SO_REUSEADDR, as SGLang's uvicorn does). An awk over /proc rather
-# than a Python start: it runs before every launch.
+# does not count: the server binds with SO_REUSEADDR, as SGLang's uvicorn does), or some live process names on its
+# command line (`--port N`, `--port=N`): a server binds its port only once its weights are loaded, minutes after
+# its launch, and until then only its command line says the port is taken, by another pool entry on the same
+# machine, or another user's sweep. An awk over /proc rather than a Python start: it runs before every launch.
 _BUSY_AWK = r"""
 function num(hex, i, v) {
   for (i = 1; i <= length(hex); i++) v = v * 16 + index("0123456789ABCDEF", substr(hex, i, 1)) - 1
   return v
 }
 NR == 1 { print "range", $1, $2; next }
-$1 ~ /:$/ && $4 != "06" { n = split($2, a, ":"); busy[num(a[n])] = 1 }
+$1 ~ /:$/ && $4 != "06" { n = split($2, a, ":"); busy[num(a[n])] = 1; next }
+prev == "--port" && $0 ~ /^[0-9]+$/ { busy[$0 + 0] = 1 }
+/^--port=[0-9]+$/ { busy[substr($0, 8) + 0] = 1 }
+{ prev = $0 }
 END { k = split(cands, c, " "); for (i = 1; i <= k; i++) if (c[i] in busy) print "busy", c[i] }
 """
+# Every process's arguments, one a line (a process that exits meanwhile is skipped by cat, quietly).
 _PORT_TABLES = (
     "{ cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 0 0;"
-    " cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; }"
+    " cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n'; }"
 )
 
 
@@ -40,7 +46,7 @@ class PortSurvey:
     """What the host said of the candidate ports at one moment."""
 
     busy: frozenset[int]
-    """Candidates some socket (not in TIME_WAIT) uses as its local port."""
+    """Candidates some socket (not in TIME_WAIT) uses as its local port, or a live process names as its `--port`."""
     ephemeral: tuple[int, int]
     """The kernel's range for outgoing connections' local ports ((0, 0) when unknown)."""
 

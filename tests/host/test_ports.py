@@ -77,3 +77,29 @@ def test_too_few_free_ports_is_host_busy_naming_the_host(tmp_path: Path) -> None
         assert session.free_ports(1, set()) == [63800]  # closed again: seen by the survey taken in the open
     finally:
         session.close()
+
+
+def test_a_port_a_live_process_names_on_its_command_line_is_busy_before_anything_binds_it(tmp_path: Path) -> None:
+    """Another pool entry's or user's server, still loading its weights: only its `--port` says the port is taken."""
+    import subprocess
+    import sys
+
+    from orchestrator.host.ports import survey_command
+    from orchestrator.transport.local import LocalTransport
+
+    base = simhost.random_port_base()
+    grid = ports.candidates(base)[:4]
+    loading = [
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--port", str(grid[1])]),
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"--port={grid[2]}"]),
+    ]
+    try:
+        survey = parse_survey(LocalTransport().run(survey_command(grid)).text)
+        assert {grid[1], grid[2]} <= survey.busy
+        assert pick_free(survey, grid, 4, avoid=()) == [p for p in grid if p not in survey.busy]
+    finally:
+        for proc in loading:
+            proc.kill()
+            proc.wait()
+    after = parse_survey(LocalTransport().run(survey_command(grid)).text)
+    assert not {grid[1], grid[2]} & after.busy  # gone with the processes
