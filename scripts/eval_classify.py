@@ -13,7 +13,8 @@ written against), and prints one line per part. --show-misses then lists the fit
 
 A category counts as right when it is the label or one of its `also_ok` (taxonomy.md, "Either is right"). A
 root-cause line counts as found when the verdict's line is the labelled line (surrounding whitespace ignored).
-A healthy false alarm is a log labelled healthy that the verdict calls a failure; a missed failure is the
+A healthy log whose label designates no line counts as found when the verdict
+is healthy. A healthy false alarm is a log labelled healthy that the verdict calls a failure; a missed failure is the
 reverse. `similar_precision`: of the failing logs shown a similar public log, the share whose first one has
 the log's category (or an `also_ok` one).
 """
@@ -68,6 +69,8 @@ class Scored:
 
     @property
     def root_ok(self) -> bool:
+        if self.root_expected is None and self.label == "healthy":
+            return self.got == "healthy"  # no line is designated: a healthy verdict has nothing more to find
         return (self.root_got or "").strip() == (self.root_expected or "").strip()
 
     @property

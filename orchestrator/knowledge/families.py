@@ -77,6 +77,10 @@ FAMILIES: tuple[Family, ...] = (
     # The server's own warm-up request (the HTTP client's errors inside the warm-up loop).
     Family("warmup_request", C.WARMUP_REQUEST_FAILED, 50,
            frames=r"in (?:_wait_and_warmup|_execute_server_warmup|_send_warmup\w*|warmup_request\w*)$", anywhere=True),
+    # Sampling from probabilities asserts on the device when they hold NaN/inf or sum to nothing: the cause, not
+    # the assert (a more specific message, OOM or an illegal access, still outranks it).
+    Family("sampling_assert", C.NAN_IN_PROBS, 73, exception=r"(?:^|\.)(?:AcceleratorError|RuntimeError)$",
+           frames=r"in (?:_?multinomial\w*|\w*sampling_from_probs\w*|_sample_from_probs\w*|random_sample)$"),
     # Where it was raised.
     Family("args_code", C.INVALID_ARGUMENT, 45, exception=_BAD_INPUT,
            frames=ARGS_FRAMES),

@@ -107,6 +107,9 @@ def parse(text: str) -> Parsed:
     if decoration:
         pos = decoration.end()
     decorated = decoration is not None and decoration.group(0)[:1] in "*_"
+    lead = len(text) - len(text.lstrip(" \t"))
+    if lead and pos == 0 and _layer(text, lead) is not None:
+        pos = lead  # a paste's stray indentation before a prefix: the prefix still leads
     for _ in range(8):
         layer = _layer(text, pos)
         if layer is None:

@@ -105,3 +105,10 @@ def test_floors_on_the_checking_part() -> None:
     assert checking["root_cause_line"] >= 0.85, checking
     assert checking["category_accuracy"] >= 0.82, checking
     assert checking["similar_precision"] >= 0.90, checking
+
+
+def test_a_healthy_label_without_a_line_is_found_by_a_healthy_verdict() -> None:
+    ev = _eval()
+    assert ev.Scored("s", "x", "healthy", "healthy", None, "[ts] ready", "o/r#1").root_ok
+    assert not ev.Scored("s", "x", "healthy", "cuda_oom", None, "OOM", "o/r#1").root_ok
+    assert not ev.Scored("s", "x", "cuda_oom", "cuda_oom", None, "OOM", "o/r#1").root_ok

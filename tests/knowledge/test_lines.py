@@ -192,3 +192,10 @@ def test_carrier_decoration_is_stripped_wherever_it_sits(line: str, body: str, l
 )
 def test_prose_is_not_taken_for_a_prefix(line: str) -> None:
     assert parse(line).body == line
+
+
+def test_stray_indentation_before_a_prefix_is_no_code() -> None:
+    parsed = parse(" (SGLangEngine pid=12589) torch.AcceleratorError: CUDA error: device-side assert triggered")
+    assert (parsed.key, parsed.body) == ("SGLangEngine pid=12589", "torch.AcceleratorError: CUDA error: device-side "
+                                                                   "assert triggered")
+    assert parse("    raise ValueError(x)").body == "    raise ValueError(x)"

@@ -175,3 +175,12 @@ def test_an_extension_that_does_not_load_is_an_import_failure_at_any_level() -> 
     absent = ("WARNING 05-30 10:51:41 [_custom_ops.py:21] Failed to import from vllm._rocm_C with "
               "ModuleNotFoundError(\"No module named 'vllm._rocm_C'\")")
     assert classify(extract_evidence([absent])).category is C.HEALTHY
+
+
+def test_a_device_assert_raised_while_sampling_from_probabilities_is_nan_in_probs() -> None:
+    lines = ["Traceback (most recent call last):",
+             '  File "/sgl/python/sglang/srt/layers/sampler.py", line 600, in sampling_from_probs_torch',
+             "    sampled_index = torch.multinomial(probs, num_samples=1)",
+             "torch.AcceleratorError: CUDA error: device-side assert triggered"]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.NAN_IN_PROBS, lines[-1])
