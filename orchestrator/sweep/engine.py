@@ -32,7 +32,7 @@ from orchestrator.sweep.known_bad import Proof
 from orchestrator.sweep.lanes import Lane, LaneRun, Member, each, join_hosts, laned, run_lanes
 from orchestrator.sweep.options import SweepHooks, SweepOptions, SweepOutcome, check_launch_secrets, sweep_settings
 from orchestrator.sweep.plan_steps import Launcher, adapt, adaptive_budget, proofs_for
-from orchestrator.sweep.preflight import Preflight, run_preflight
+from orchestrator.sweep.preflight import Preflight, install_changes, run_preflight
 from orchestrator.sweep.recover import (
     finished_runs,
     jobs_left,
@@ -188,7 +188,9 @@ def _resume(
             everything = mine + [c for c in whole if c.cell_id not in ids]
             full = run_preflight(first.session, everything, our_pgids=our_pgids(store, sweep_id, first.name))
             keep = ids | {c.cell_id for c in fill}
-            lane = Lane(name, ("", ""), lane_members, preflight=full)
+            if len(recorded) == 1:
+                _refuse_changed_install(record, first.name, full)
+            lane = Lane(name, ("", "", ""), lane_members, preflight=full)
             preflight = replace(full, plans=[p for p in full.plans if p.cell.cell_id in keep])
             proofs[name] = proofs_for(store, first.name, full, options.retry_known_bad, sweep_id)
             jobs = jobs_left(store, sweep_id, preflight, options.retries, options.retry)
@@ -304,6 +306,18 @@ def _run(
             run = launcher(lane, now=True)
             stopped = adapt(store, sweep_id, matrix.retries, lane.preflight, budget, run, hooks.on_grow)
     return stopped, sum(s.saved for s in made)
+
+
+def _refuse_changed_install(record: SweepRecord, host: str, now: Preflight) -> None:
+    """A resume on another install than the sweep's would mix two installs' verdicts under one label."""
+    changes = install_changes(record.versions, now.versions)
+    if changes:
+        raise OrchestratorError(
+            f"the SGLang install on {host} changed since sweep {record.sweep_id} started "
+            f"({'; '.join(map(str, changes))}): finishing it there would mix two installs' verdicts in one table "
+            f"(fix: start a new sweep of {record.matrix_path or 'the matrix'} on this install; then "
+            f"`orchestrator compare {record.sweep_id} NEW` shows what the change did)"
+        )
 
 
 def _finish(

@@ -84,7 +84,8 @@ class Lane:
 
     name: str
     """The cell's `host` when hosts differ (the host axis); empty when the whole pool is one lane."""
-    key: tuple[str, str]
+    key: tuple[str, str, str]
+    """SGLang version, GPU type, install build."""
     members: list[Member]
     plans: list[CellPlan] = field(default_factory=list)
     queue: deque[Job] = field(default_factory=deque)
@@ -97,14 +98,20 @@ class Lane:
         return self.members[0]
 
 
-def lane_key(preflight: Preflight) -> tuple[str, str]:
-    """What hosts must share to be pooled: the SGLang version and the GPU type."""
-    return str(preflight.versions.get("sglang") or "?"), str(preflight.host_facts.get("gpu_name") or "?")
+def lane_key(preflight: Preflight) -> tuple[str, str, str]:
+    """What hosts must share to be pooled: the SGLang version, the GPU type and the install's build (two nightlies
+    with one version string are two installs)."""
+    versions, facts = preflight.versions, preflight.host_facts
+    return (
+        str(versions.get("sglang") or "?"),
+        str(facts.get("gpu_name") or "?"),
+        str(versions.get("sglang-build") or ""),
+    )
 
 
 def pool_lanes(members: Sequence[Member]) -> list[Lane]:
     """The reachable members grouped into lanes, in the order the hosts were given."""
-    lanes: dict[tuple[str, str], Lane] = {}
+    lanes: dict[tuple[str, str, str], Lane] = {}
     for member in members:
         if member.preflight is None:
             continue
@@ -147,7 +154,8 @@ def join_hosts(members: list[Member], cells: list[Cell], sweep_id: str, on_host:
     lanes = pool_lanes(ready)
     if len(lanes) > 1:
         on_host("", "hosts differ, so the host is an axis: " + "; ".join(
-            f"{lane.name} (sglang {lane.key[0]}, {lane.key[1]})" for lane in lanes
+            f"{lane.name} (sglang {lane.key[0]}{f' build {lane.key[2]}' if lane.key[2] else ''}, {lane.key[1]})"
+            for lane in lanes
         ))  # fmt: skip
     return lanes
 
