@@ -186,6 +186,8 @@ class ProbeOutcome:
     """Cut for no progress: the seconds since the log last showed any (a new line, a bar that advanced)."""
     last_progress: str | None = None
     """Cut for no progress: the last line of the log that showed progress."""
+    speed: dict[str, Any] | None = None
+    """The standard load's measurement after every probe passed (probe/speed.py reads it); None: not measured."""
 
     @property
     def failed_probe(self) -> ProbeResult | None:
@@ -193,8 +195,8 @@ class ProbeOutcome:
         return next((p for p in self.probes if not p.ok), None)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form."""
-        return {
+        """A JSON-ready form (`speed` only where measured, so older readers see the same keys)."""
+        data: dict[str, Any] = {
             "reached_ready": self.reached_ready,
             "ready_s": self.ready_s,
             "probes": [p.to_dict() for p in self.probes],
@@ -204,6 +206,9 @@ class ProbeOutcome:
             "stalled_s": self.stalled_s,
             "last_progress": self.last_progress,
         }
+        if self.speed is not None:
+            data["speed"] = self.speed
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProbeOutcome:
@@ -217,6 +222,7 @@ class ProbeOutcome:
             exit_code=data.get("exit_code"),
             stalled_s=data.get("stalled_s"),
             last_progress=data.get("last_progress"),
+            speed=data.get("speed"),
         )
 
 

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from orchestrator.classify.unlaunched import scheduler_killed_verdict
 from orchestrator.classify.verdict import classify
@@ -25,6 +26,7 @@ from orchestrator.knowledge.markers import phase_of_line
 from orchestrator.model import Phase, ProbeOutcome, ProbeResult, Verdict
 from orchestrator.probe.client import ProbeClient
 from orchestrator.probe.decode import run_probes
+from orchestrator.probe.load import run_load
 from orchestrator.probe.progress import ProgressTracker
 from orchestrator.probe.ready import LogProgress, wait_ready
 from orchestrator.secret import Masker
@@ -142,6 +144,7 @@ def execute_run(
         if value is not None:
             live.timings[name] = value
     probes: tuple[ProbeResult, ...] = ()
+    speed: dict[str, Any] | None = None
     client = session.launch_client(launch)
     try:
         ready = wait_ready(
@@ -164,6 +167,7 @@ def execute_run(
                 on_event("ready", Phase.READY)
             probes = _probe_through_drops(session, launch, client, settings, on_event)
             live.timings["probes_done"] = round(time.monotonic() - started, 3)
+            speed = _measure_speed(client, settings, probes)
     finally:
         marks = _Marks(live.timings)
         client.close()
@@ -189,6 +193,7 @@ def execute_run(
         exit_code=exit_code,
         stalled_s=round(ready.stalled_s, 1) if ready.stalled_s is not None else None,
         last_progress=ready.progress_line,
+        speed=speed,
     )
     evidence = _final_evidence(session, spec, live)
     marks.mark("harvest_s")  # the last log bytes after the stop count as harvest too
@@ -259,6 +264,16 @@ class _NeverReady:
 def _says_listening(live: LiveLog, port: int) -> bool:
     """Whether our server's log says it bound the port (then nobody else can answer there; no need to ask the host)."""
     return live.listening_line is not None and f":{port} " in live.listening_line
+
+
+def _measure_speed(
+    client: ProbeClient, settings: RunSettings, probes: tuple[ProbeResult, ...]
+) -> dict[str, Any] | None:
+    """The standard load's `speed` on a launch whose probes all passed (None: a probe failed, or `load: off`)."""
+    load = settings.probes.load
+    if load is None or not probes or not all(p.ok for p in probes):
+        return None
+    return run_load(client, settings.probes, load, timeout=settings.deadlines.probe)
 
 
 def _probe_phase(name: str) -> Phase:
