@@ -32,7 +32,7 @@ LOGIN_HOME = "/tmp/orchtest-home"
 SSHD_CONFIG = """Port {port}
 ListenAddress {listen}
 HostKey {dir}/host_ed25519
-PidFile {dir}/sshd.pid
+{hostcert}PidFile {dir}/sshd.pid
 AuthorizedKeysFile {dir}/authorized_keys
 AllowUsers {user}
 PubkeyAuthentication yes
@@ -122,10 +122,15 @@ def _free_port() -> int:
 class SshdHost:
     """One sshd listening on 127.0.0.1, with its keys and config in a temp dir of its own."""
 
-    def __init__(self, user: str, *, listen: str = "127.0.0.1", netns: str | None = None, sftp: bool = True) -> None:
+    def __init__(
+        self, user: str, *, listen: str = "127.0.0.1", netns: str | None = None, sftp: bool = True,
+        host_ca: bool = False,
+    ) -> None:  # fmt: skip
         self.user = user
         self.sftp = sftp
         """False: no `Subsystem sftp` line, as on hardened hosts (file transfer must go through the shell)."""
+        self.host_ca = host_ca
+        """True: the host key is also offered as a certificate signed by `ca_key` (`sign_host_key` re-signs it)."""
         self.listen = listen
         self.netns = netns
         """A network namespace of the test's own to run in (then it listens on port 22 of `listen` there)."""
@@ -135,6 +140,7 @@ class SshdHost:
         self.host_key = self.dir / "host_ed25519"
         self.known_hosts = self.dir / "known_hosts"
         self.log = self.dir / "sshd.log"
+        self.ca_key = self.dir / "host_ca"
         self._proc: subprocess.Popen[bytes] | None = None
 
     def target(self, **overrides: Any) -> SshTarget:
@@ -159,6 +165,9 @@ class SshdHost:
             authorized = self.dir / "authorized_keys"
             authorized.write_text((self.dir / "client_ed25519.pub").read_text())
             authorized.chmod(0o600)
+        if self.host_ca and not self.ca_key.exists():
+            self._keygen(self.ca_key, "orch-host-ca")
+            self.sign_host_key([self.listen])
         if os.geteuid() == 0:
             os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # privilege separation dir, compiled in
         for _ in range(5):  # another process may take the free port before sshd binds it
@@ -168,6 +177,19 @@ class SshdHost:
                 return self
             self.port = 0
         raise RuntimeError(f"sshd did not start: {self.log.read_text()}")
+
+    def ca_line(self, patterns: str | None = None) -> str:
+        """The known_hosts line that trusts this server's host CA (for `patterns`, default `[listen]:*`)."""
+        kind, b64 = (self.dir / "host_ca.pub").read_text().split()[:2]
+        return f"@cert-authority {patterns or f'[{self.listen}]:*'} {kind} {b64}\n"
+
+    def sign_host_key(self, principals: list[str], validity: str = "-5m:+1h", ca: Path | None = None) -> None:
+        """(Re-)sign the host key into host_ed25519-cert.pub (by `ca`, default the host CA); restart to offer it."""
+        subprocess.run(
+            ["ssh-keygen", "-q", "-s", str(ca or self.ca_key), "-I", "orch-testhost", "-h", "-n", ",".join(principals),
+             "-V", validity, str(self.dir / "host_ed25519.pub")],
+            check=True, capture_output=True,
+        )  # fmt: skip
 
     def _launch(self, timeout: float) -> bool:
         config = self.dir / "sshd_config"
@@ -182,6 +204,7 @@ class SshdHost:
                 user=self.user,
                 setenv=setenv,
                 subsystem="Subsystem sftp internal-sftp\n" if self.sftp else "",
+                hostcert=f"HostCertificate {self.dir}/host_ed25519-cert.pub\n" if self.host_ca else "",
             )
         )
         start = self.log.stat().st_size if self.log.exists() else 0

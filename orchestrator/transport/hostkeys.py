@@ -16,6 +16,7 @@ import os
 import paramiko
 
 from orchestrator.errors import HostKeyRejected
+from orchestrator.transport.host_certs import check_host_certificate, is_certificate
 from orchestrator.transport.known_hosts import KnownHosts, KnownLine, read_known_hosts
 from orchestrator.transport.ssh_target import ResolvedTarget
 
@@ -35,14 +36,18 @@ def known_hosts_of(target: ResolvedTarget) -> KnownHosts:
     return read_known_hosts([*SYSTEM_KNOWN_HOSTS, target.known_hosts], target.known_hosts_name)
 
 
-def apply_host_key_policy(client: paramiko.SSHClient, target: ResolvedTarget) -> None:
-    """Load what known_hosts says about `target` into `client` and install the refuse / accept-new policy."""
+def apply_host_key_policy(client: paramiko.SSHClient, target: ResolvedTarget) -> bool:
+    """Load what known_hosts says about `target` into `client` and install the refuse / accept-new policy.
+
+    True when the host is known only through a CA: the connection should then ask for its certificate first.
+    """
     known = known_hosts_of(target)
     for line in known.usable():
         # Under the exact name paramiko looks up: it matches neither patterns nor `@` markers itself.
         client.get_host_keys().add(target.known_hosts_name, line.key.get_name(), line.key)
     policy = _AcceptNew(target, known) if target.accept_new_host_keys else _Refuse(target, known)
     client.set_missing_host_key_policy(policy)
+    return bool(known.authorities) and not known.usable()
 
 
 def unknown_key_error(target: ResolvedTarget, key: paramiko.PKey, known: KnownHosts | None = None) -> HostKeyRejected:
@@ -64,8 +69,8 @@ def unknown_key_error(target: ResolvedTarget, key: paramiko.PKey, known: KnownHo
         )
     authorities = known.authorities if known is not None else []
     ca = (
-        f" {_lines(authorities)} trusts a certificate authority for this host, but host certificates are not "
-        "checked by this tool (paramiko negotiates the plain key): list the plain key as well."
+        f" {_lines(authorities)} trusts a certificate authority for this host, but the host offered no certificate "
+        "(sshd's HostCertificate): sign its key with that CA, or list its plain key."
         if authorities
         else ""
     )
@@ -91,6 +96,15 @@ def refused_key_error(target: ResolvedTarget, exc: paramiko.BadHostKeyException)
     """The refusal of a key that differs from the one known_hosts holds: revoked, or changed."""
     revoked = known_hosts_of(target).revoked_line(exc.key)
     return revoked_key_error(target, exc.key, revoked) if revoked else changed_key_error(target, exc)
+
+
+def certificate_error(target: ResolvedTarget, key: paramiko.PKey, reason: str) -> HostKeyRejected:
+    """The refusal of a host certificate that no trusted CA vouches for as this host's."""
+    return HostKeyRejected(
+        f"{target.describe()}: host certificate for {target.known_hosts_name} (key {key.get_name()} "
+        f"{fingerprint(key)}) refused: {reason}; nothing was sent to the host. Fix the certificate on the host "
+        f"(`ssh-keygen -s CA_KEY -h -n {target.hostname} ...`), or list the host's plain key in {target.known_hosts}."
+    )
 
 
 def _lines(lines: list[KnownLine]) -> str:
@@ -121,19 +135,30 @@ class _Refuse(paramiko.MissingHostKeyPolicy):
         self.known = known
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        if self.vouched(key):
+            return
+        raise unknown_key_error(self.target, key, self.known)
+
+    def vouched(self, key: paramiko.PKey) -> bool:
+        """True for a certificate a trusted CA signed for this host; a revoked key or a bad certificate raises."""
         revoked = self.known.revoked_line(key)
         if revoked is not None:
             raise revoked_key_error(self.target, key, revoked)
-        raise unknown_key_error(self.target, key, self.known)
+        if not is_certificate(key):
+            return False
+        found = check_host_certificate(key, self.target.hostname, self.known)
+        if isinstance(found, str):
+            raise certificate_error(self.target, key, found)
+        log.info("%s: host certificate signed by the CA of %s", self.target.describe(), found.where)
+        return True
 
 
 class _AcceptNew(_Refuse):
     """OpenSSH's `StrictHostKeyChecking accept-new`: paramiko only calls it for keys it knows nothing of."""
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
-        revoked = self.known.revoked_line(key)
-        if revoked is not None:
-            raise revoked_key_error(self.target, key, revoked)
+        if self.vouched(key):
+            return  # a certificate is trusted through its CA, never added as the host's own key (as OpenSSH)
         path = self.target.known_hosts
         parent = os.path.dirname(path)
         if parent:

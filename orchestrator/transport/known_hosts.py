@@ -6,8 +6,8 @@ only the lines that name the host being connected to are handed to paramiko, und
 line that cannot be read is skipped, as OpenSSH skips it.
 
 - `@revoked` keys are never accepted for the hosts the line names, whatever other line lists them.
-- `@cert-authority` lines are kept so that an error can name them; paramiko negotiates a host's plain key before
-  its certificate and offers no way to ask for the certificate, so a host known only through its CA is unknown here.
+- `@cert-authority` lines vouch for host certificates signed by their CA (checked in host_certs.py; a host known
+  only through its CA is asked for its certificate first).
 """
 
 from __future__ import annotations

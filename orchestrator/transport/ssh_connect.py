@@ -6,6 +6,7 @@ from typing import Any
 
 from fabric import Config, Connection
 
+from orchestrator.transport.host_certs import CertFirstTransport
 from orchestrator.transport.hostkeys import apply_host_key_policy
 from orchestrator.transport.ssh_target import ResolvedTarget
 
@@ -25,5 +26,6 @@ def new_connection(t: ResolvedTarget) -> Any:
             "auth_timeout": t.connect_timeout,
         },
     )  # fmt: skip
-    apply_host_key_policy(conn.client, t)
+    if apply_host_key_policy(conn.client, t):
+        conn.connect_kwargs["transport_factory"] = CertFirstTransport  # known only through its CA
     return conn

@@ -1,5 +1,6 @@
 """`orchestrator run` with `@cert-authority` and `@revoked` lines in known_hosts (issue 33 broken 6): a known host
-runs, a revoked key is refused for that reason, and neither is a traceback."""
+runs, a host known only through its CA runs on its certificate, a revoked key is refused for that reason, and none
+is a traceback."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.simhost import orchestrator, run_json, write_hosts
-from tests.sshd_host import SshdHost
+from tests.sshd_host import SshdHost, login_user
 
 pytestmark = pytest.mark.ssh
 
@@ -41,3 +42,11 @@ def test_a_revoked_host_key_is_refused_for_that_reason(sshd: SshdHost, tmp_path:
     assert "REVOKED" in message and "known_hosts:2 marks it @revoked" in message, message
     assert sshd.accepted_logins() == logins
     assert not (tmp_path / "work" / "runs").exists()
+
+
+def test_a_host_known_only_through_its_ca_runs(sshd: SshdHost, tmp_path: Path) -> None:
+    host = SshdHost(login_user(), host_ca=True).start()
+    try:
+        assert run_json(_run(host, tmp_path, host.ca_line()))["status"] == "pass"
+    finally:
+        host.cleanup()
