@@ -157,6 +157,27 @@ class KnownAnswer:
 
 
 @dataclass(frozen=True)
+class LoadSettings:
+    """The short standard load run on a passing launch to measure its speed (a matrix's `load:`).
+
+    The defaults finish in about a minute on a real host (32 requests of 128 output tokens at
+    concurrency 8, three times), as a short `sglang.bench_serving` run; `repeat` gives the noise band.
+    """
+
+    requests: int = 32
+    concurrency: int = 8
+    input_len: int = 256
+    """Prompt length in tokens (about: words of a fixed text, as bench_serving's random dataset)."""
+    output_len: int = 128
+    """Tokens every answer must have (asked with `max_tokens` and `ignore_eos`)."""
+    repeat: int = 3
+
+    def to_dict(self) -> dict[str, int]:
+        """A JSON-ready form."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class ProbeSettings:
     """What the probes send and how they judge the answers."""
 
@@ -174,6 +195,8 @@ class ProbeSettings:
     model: str | None = None
     """The served model name for chat requests; None asks `/v1/models`."""
     extra: dict[str, Any] = field(default_factory=dict)
+    load: LoadSettings | None = field(default_factory=LoadSettings)
+    """The speed measurement after the probes passed (a matrix's top-level `load:`); None: `load: off`."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""
@@ -186,6 +209,8 @@ class ProbeSettings:
         greedy = values.pop("greedy", None)
         if isinstance(greedy, dict):
             values["greedy"] = KnownAnswer(str(greedy["prompt"]), tuple(greedy.get("expect_any", ())))
+        if isinstance(values.get("load"), dict):
+            values["load"] = LoadSettings(**values["load"])
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:

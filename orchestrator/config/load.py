@@ -8,7 +8,7 @@ names the file, the line and the fix. The hosts file is loaded by config/hosts.p
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +18,12 @@ from orchestrator.config.checks import matrix_checks
 from orchestrator.config.diagnostics import error_at, from_pydantic
 from orchestrator.config.hosts import builtin_sim_host, load_hosts
 from orchestrator.config.model import Matrix
-from orchestrator.config.schema import MatrixFile, RetryEntry
+from orchestrator.config.schema import LoadEntry, MatrixFile, RetryEntry
 from orchestrator.config.secret_flags import masked_text, protect_entry, protect_flags
 from orchestrator.config.yamlpos import LoadedYaml, YamlPath, load_yaml
 from orchestrator.errors import ConfigError, ConfigErrors
 from orchestrator.matrix.expand import count_cells, size_bounds
-from orchestrator.settings import STALL_PHASES, Deadlines, KnownAnswer, ProbeSettings, RetryPolicy, Stall
+from orchestrator.settings import STALL_PHASES, Deadlines, KnownAnswer, LoadSettings, ProbeSettings, RetryPolicy, Stall
 
 __all__ = ["builtin_sim_host", "load_hosts", "load_matrix", "matrix_from_yaml"]
 
@@ -43,6 +43,7 @@ _SECTION_KEYS: dict[YamlPath, tuple[str, ...]] = {
     ("probes", "greedy"): tuple(f.name for f in fields(KnownAnswer)),
     ("stall",): STALL_PHASES,
     ("retry",): tuple(RetryEntry.model_fields),
+    ("load",): tuple(LoadEntry.model_fields),
 }
 """Section -> the keys allowed in it, for "did you mean"."""
 
@@ -82,7 +83,7 @@ def matrix_from_yaml(doc: LoadedYaml) -> Matrix:
         installs=list(model.installs),
         deadlines=Deadlines().with_overrides(model.deadlines),
         deadline_overrides=dict(model.deadlines),
-        probes=model.probes,
+        probes=_with_load(model),
         retries=model.retries,
         retry=RetryPolicy(model.retry.deterministic, model.retry.transient, model.retry.flaky),
         stall=Stall().with_overrides(model.stall.given()),
@@ -91,6 +92,12 @@ def matrix_from_yaml(doc: LoadedYaml) -> Matrix:
     )
     _check_size(matrix, doc)
     return matrix
+
+
+def _with_load(model: MatrixFile) -> ProbeSettings:
+    """The probes with the matrix's `load:` (`off`: none; not given: the standard load)."""
+    load = None if model.load is None else LoadSettings(**model.load.model_dump())
+    return replace(model.probes, load=load)
 
 
 def _check_size(matrix: Matrix, doc: LoadedYaml) -> None:

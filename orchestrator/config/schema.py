@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StrictBool, StrictInt, TypeAdapter
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, StrictBool, StrictInt, TypeAdapter
 from pydantic_core import PydanticCustomError
 
 from orchestrator.config.model import DEFAULT_MAX_CELLS, EnvValue, OnInfra
@@ -158,6 +158,31 @@ class RetryEntry(_Strict):
     flaky: StrictInt | None = Field(default=None, ge=0, le=10)
 
 
+class LoadEntry(_Strict):
+    """`load:`: the short standard load on every passing cell (`load: off` skips it); defaults in LoadSettings."""
+
+    requests: StrictInt = Field(default=32, ge=1, le=100_000)
+    concurrency: StrictInt = Field(default=8, ge=1, le=4096)
+    input_len: StrictInt = Field(default=256, ge=1, le=1_000_000)
+    output_len: StrictInt = Field(default=128, ge=1, le=1_000_000)
+    repeat: StrictInt = Field(default=3, ge=1, le=50)
+
+
+def _load_off(value: object) -> object:
+    # `load: off` (or false) skips the load; an empty `load:` is the standard one.
+    if value == "off" or value is False:
+        return None
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise PydanticCustomError(
+            "load",
+            "expected the load's settings or `off`, got {kind}",
+            {"kind": kind_of(value), "fix": "write `load: off`, or e.g. `load: {requests: 32, concurrency: 8}`"},
+        )
+    return value
+
+
 class MatrixFile(_Strict):
     """The whole matrix file."""
 
@@ -172,6 +197,8 @@ class MatrixFile(_Strict):
     retries: StrictInt = Field(default=0, ge=0, le=10)
     retry: RetryEntry = Field(default_factory=RetryEntry)
     stall: StallEntry = Field(default_factory=StallEntry)
+    load: Annotated[LoadEntry | None, BeforeValidator(_load_off)] = Field(default_factory=LoadEntry)
+    """None: `load: off`."""
     max_cells: StrictInt = Field(default=DEFAULT_MAX_CELLS, ge=1)
     on_infra: OnInfra = "continue"
 

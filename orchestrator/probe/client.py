@@ -144,11 +144,15 @@ class ProbeClient:
         top_p: float,
         max_tokens: int,
         timeout: float | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> ChatReply:
-        """One streamed `/v1/chat/completions` request, read to `data: [DONE]` and assembled."""
+        """One streamed `/v1/chat/completions` request, read to `data: [DONE]` and assembled.
+
+        `extra` adds SGLang's own request keys (`ignore_eos`) to the OpenAI body.
+        """
         limit = self._timeout if timeout is None else timeout
         where = "POST /v1/chat/completions (stream)"
-        body = _chat_body(messages, model, temperature, top_p, max_tokens, stream=True)
+        body = {**_chat_body(messages, model, temperature, top_p, max_tokens, stream=True), **(extra or {})}
         stream = ChatStream(where)
         started = time.perf_counter()
         with (

@@ -46,6 +46,8 @@ class ChatReply:
     chunks: int = 0
     """Streamed events that carried content (0 when not streamed)."""
     first_chunk_s: float | None = None
+    chunk_times: tuple[float, ...] = ()
+    """Streamed: seconds after the request was sent that each content event arrived (TTFT, inter-token gaps)."""
 
 
 def iter_sse_data(lines: Iterable[str]) -> Iterator[str]:
@@ -115,6 +117,7 @@ class ChatStream:
         self.usage_tokens: int | None = None
         self.finish_reason: str | None = None
         self.first_chunk_s: float | None = None
+        self.chunk_times: list[float] = []
         self.last: dict[str, Any] = {}
 
     def add(self, event: dict[str, Any], elapsed_s: float) -> None:
@@ -133,6 +136,7 @@ class ChatStream:
             if isinstance(content, str) and content:
                 self.parts.append(content)
                 self.chunks += 1
+                self.chunk_times.append(elapsed_s)
                 if self.first_chunk_s is None:
                     self.first_chunk_s = elapsed_s
             self.finish_reason = _finish_type(choice.get("finish_reason")) or self.finish_reason
@@ -142,7 +146,10 @@ class ChatStream:
         # Without a usage event, count one token per content chunk: SGLang streams token by token.
         tokens = self.usage_tokens if self.usage_tokens is not None else self.chunks
         text = "".join(self.parts)
-        return ChatReply(text, tokens, latency_s, self.finish_reason, self.last, self.chunks, self.first_chunk_s)
+        return ChatReply(
+            text, tokens, latency_s, self.finish_reason, self.last, self.chunks, self.first_chunk_s,
+            tuple(self.chunk_times),
+        )  # fmt: skip
 
 
 def _brief(data: dict[str, Any]) -> str:

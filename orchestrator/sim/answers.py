@@ -70,9 +70,19 @@ def split_tokens(text: str) -> list[str]:
 
 
 def generate(
-    prompt: str, *, max_new_tokens: int, temperature: float, seed: int | None, garbage: bool, drift: bool = False
+    prompt: str,
+    *,
+    max_new_tokens: int,
+    temperature: float,
+    seed: int | None,
+    garbage: bool,
+    drift: bool = False,
+    ignore_eos: bool = False,
 ) -> Answer:
-    """The model's continuation of `prompt` (a completion prompt or a chat question)."""
+    """The model's continuation of `prompt` (a completion prompt or a chat question).
+
+    `ignore_eos` (SGLang's request key): generation goes on past the end of the answer to `max_new_tokens`.
+    """
     greedy = temperature <= 0
     # A drifting model is as deterministic as a sound one, just elsewhere: its own seed for the same prompt.
     digest = _digest(prompt) ^ (_DRIFT_SALT if drift else 0)
@@ -81,7 +91,9 @@ def generate(
         return Answer(rng.choice(_GARBAGE_TOKENS) * max_new_tokens, max_new_tokens, "length")
     text = _known(prompt, greedy, rng, drift) or _plausible(rng)
     pieces = split_tokens(text)
-    if len(pieces) > max_new_tokens:
+    while ignore_eos and len(pieces) < max_new_tokens:
+        pieces += split_tokens(_plausible(rng))
+    if len(pieces) > max_new_tokens or ignore_eos:
         return Answer("".join(pieces[:max_new_tokens]), max_new_tokens, "length")
     return Answer(text, len(pieces), "stop")
 

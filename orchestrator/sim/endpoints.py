@@ -171,6 +171,10 @@ class _Handler(RequestHandler):
 
             answer = self._stream(request, chunk, first=chunk(None, role=True) if chat else None)
             self._event(chunk(None, answer.finish))
+            options = body.get("stream_options")
+            if isinstance(options, dict) and options.get("include_usage"):
+                # SGLang's last event before [DONE] when asked: no choices, the request's usage.
+                self._event(json.dumps({**base, "choices": [], "usage": _usage(prompt, answer)}))
             self._end_stream()
             return
         answer = self.api.engine.generate(request)
@@ -188,13 +192,7 @@ class _Handler(RequestHandler):
                 "matched_stop": EOS_TOKEN if answer.finish == "stop" else None,
             }
         )
-        prompt_tokens = count_tokens(prompt)
-        usage = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": answer.completion_tokens,
-            "total_tokens": prompt_tokens + answer.completion_tokens,
-            "prompt_tokens_details": None,
-        }
+        usage = _usage(prompt, answer)
         self._json({"id": rid, "object": kind, "created": created, "model": model, "choices": [choice], "usage": usage})
 
     def _stream(self, request: GenRequest, event: Callable[[str], str], first: str | None = None) -> Answer:
@@ -286,9 +284,20 @@ def _request(prompt: str, params: dict[str, Any], tokens_key: str, default_token
         temperature = float(params["temperature"]) if params.get("temperature") is not None else 1.0
         max_tokens = int(params[tokens_key]) if params.get(tokens_key) is not None else default_tokens
         seed = params.get("sampling_seed", params.get("seed"))
-        return GenRequest(prompt, temperature, max(1, max_tokens), int(seed) if seed is not None else None)
+        ignore_eos = params.get("ignore_eos") is True
+        return GenRequest(prompt, temperature, max(1, max_tokens), int(seed) if seed is not None else None, ignore_eos)
     except (TypeError, ValueError) as exc:
         raise BadRequest(f"invalid sampling parameters: {exc}") from None
+
+
+def _usage(prompt: str, answer: Answer) -> dict[str, Any]:
+    prompt_tokens = count_tokens(prompt)
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": answer.completion_tokens,
+        "total_tokens": prompt_tokens + answer.completion_tokens,
+        "prompt_tokens_details": None,
+    }
 
 
 def _last_user_text(messages: list[Any]) -> str:

@@ -10,6 +10,7 @@ a hang leaves the request, and every later one, waiting forever.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ class GenRequest:
     temperature: float = 1.0
     max_new_tokens: int = 128
     seed: int | None = None
+    ignore_eos: bool = False
 
 
 class Engine:
@@ -54,6 +56,9 @@ class Engine:
         self._in_flight = 0
         self._answered = False
         self._health_failure_logged = False
+        self._bursts = 0
+        self._speed_factor = 1.0
+        """This burst's draw of the scenario's `perf.noise` (a burst: requests from idle until idle again)."""
         self.warmup_began: float | None = None
         """time.monotonic() when the warm-up phase began (every rank ready): the server's own warm-up request is
         answered on the scenario's schedule from then, so starting to serve and the request's way in are part of
@@ -79,6 +84,8 @@ class Engine:
         with self._lock:
             external = self.ready
             if external:
+                if self._in_flight == 0:
+                    self._new_burst()
                 self._requests += 1
                 self._in_flight += 1
             due = self._due(request, external)
@@ -95,6 +102,18 @@ class Engine:
         if external:
             self._after_answer()
         return answer
+
+    def _new_burst(self) -> None:
+        self._bursts += 1
+        noise = self.plan.noise
+        draw = random.Random(f"{self.plan.noise_seed}:{self._bursts}").uniform(-noise, noise)
+        self._speed_factor = 1.0 + draw
+
+    def _token_s(self) -> float:
+        """Seconds to the next token of a request: the server's `perf` speed shared by the requests in flight."""
+        if self.plan.tok_s is None:
+            return self.timing.decode_token_s
+        return max(1, self._in_flight) / (self.plan.tok_s * self._speed_factor)
 
     def _due(self, request: GenRequest, external: bool) -> Failure | None:
         if not external:
@@ -160,6 +179,7 @@ class Engine:
             seed=request.seed,
             garbage=self._garbage(greedy, external),
             drift=self._spoiled(self.plan.drift, greedy, external),
+            ignore_eos=request.ignore_eos,
         )
         prompt_tokens = answers.count_tokens(request.prompt)
         self.log.info(
@@ -170,9 +190,11 @@ class Engine:
         _sleep_until(arrived + self.timing.prefill_s + (0.0 if external else self.timing.warmup_s))
         started = time.monotonic()
         pieces = answers.split_tokens(answer.text)
+        due = started
         for count, piece in enumerate(pieces, start=1):
             # Each token is due at its place in a steady decode, so small oversleeps never add up over an answer.
-            _sleep_until(started + count * self.timing.decode_token_s)
+            due += self._token_s() if external else self.timing.decode_token_s
+            _sleep_until(due)
             if on_piece is not None:
                 on_piece(piece)
             if count % DECODE_LOG_INTERVAL == 0:

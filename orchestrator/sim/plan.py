@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import random
 import re
+import zlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from orchestrator.sim.flags import canonical_name, canonical_value
 from orchestrator.sim.phases import Phase
-from orchestrator.sim.scenario import FailSpec, Rule, Scalar, Scenario
+from orchestrator.sim.scenario import FailSpec, PerfRule, Rule, Scalar, Scenario
 
 STARTUP = (Phase.ARG_PARSE, Phase.IMPORT, Phase.MODEL_LOAD, Phase.MEMORY_ALLOC, Phase.CUDA_GRAPH_CAPTURE, Phase.WARMUP)
 ALIASES = {"wrong_output": "garbage", "hang_or_timeout": "hang"}
 UNSET_DEFAULTS = {"tp-size": "1", "dp-size": "1", "host": "127.0.0.1", "port": "30000"}
 """What an unset flag counts as besides `auto`, where its default is not `auto` or off."""
+_PLACEMENT_FLAGS = frozenset({"host", "port", "base-gpu-id", "nccl-port", "dist-init-addr", "gpu-id-step"})
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,11 @@ class LaunchPlan:
     """Startup phase -> how many times its timing it takes (every matching `slow:` rule multiplies)."""
     overrides: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     """Canonical flag -> (the value the server runs with instead of the asked one, the log line to say it in)."""
+    tok_s: float | None = None
+    """Output tokens/s of the whole server (`perf:` times the matching rules' factors); None: no `perf:`."""
+    noise: float = 0.0
+    noise_seed: int = 0
+    """Seeds the speed's draw for each burst of requests: the same flags draw the same sequence every launch."""
 
     @property
     def hangs_on_shutdown(self) -> bool:
@@ -77,7 +84,7 @@ def resolve(scenario: Scenario, given: Mapping[str, str]) -> dict[str, str]:
     return resolved
 
 
-def rule_matches(rule: Rule, given: Mapping[str, str], resolved: Mapping[str, str]) -> bool:
+def rule_matches(rule: Rule | PerfRule, given: Mapping[str, str], resolved: Mapping[str, str]) -> bool:
     """Whether every `when` condition holds; an unset flag matches `auto`, `false`, its default or resolution."""
     for name, wanted in rule.when.items():
         key = canonical_name(name)
@@ -133,7 +140,25 @@ def make_plan(
     startup = [f for f in failures if f.phase in STARTUP and f.on_request is None]
     first = min(startup, key=lambda f: f.phase.order) if startup else None
     serving = tuple(f for f in failures if f not in startup)
-    return LaunchPlan(tuple(warnings), first, serving, frozenset(garbage), resolved, frozenset(drift), slow, overrides)
+    plan = LaunchPlan(tuple(warnings), first, serving, frozenset(garbage), resolved, frozenset(drift), slow, overrides)
+    return _with_speed(plan, scenario, given, resolved)
+
+
+def _with_speed(
+    plan: LaunchPlan, scenario: Scenario, given: Mapping[str, str], resolved: Mapping[str, str]
+) -> LaunchPlan:
+    """The plan with the launch's serving speed: `perf.tok_s` times the factor of every matching perf rule."""
+    perf = scenario.perf
+    if perf is None:
+        return plan
+    tok_s = perf.tok_s
+    for rule in perf.rules:
+        if rule_matches(rule, given, resolved):
+            tok_s *= rule.factor
+    # Where it listens and which GPUs it got change every launch; the speed's draws stay those of its flags.
+    flags = sorted((k, v) for k, v in given.items() if k not in _PLACEMENT_FLAGS)
+    seed = zlib.crc32(repr((perf.seed, flags)).encode())
+    return replace(plan, tok_s=tok_s, noise=perf.noise, noise_seed=seed)
 
 
 def _failure(spec: FailSpec, index: int, launch_number: int, resolved: Mapping[str, str]) -> Failure | None:

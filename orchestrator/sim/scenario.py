@@ -8,6 +8,7 @@ packages: {torch: 2.9.1, flashinfer-python: 0.5.3}
 model: {architecture: GlmMoeDsaForCausalLM, weights_gib: 440}
 timing: {load_weights_s: 1.0, capture_cuda_graph_s: 0.5}
 auto: {attention-backend: flashinfer}       # what an unset or `auto` flag resolves to
+perf: {tok_s: 1000, noise: 0.03, rules: [{when: {attention-backend: fa3}, factor: 1.25}]}   # serving speed
 rules:
   - when: {fp8-gemm-backend: [auto, deep_gemm]}
     warn: "DeepGemm is enabled but ..."
@@ -164,6 +165,28 @@ class Rule(_Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PerfRule(_Record):
+    """Launches matching `when` serve `factor` times as fast (every matching rule multiplies)."""
+
+    when: dict[str, Scalar | list[Scalar]] = checked(mapping_of(scalar(lists=True)), factory=dict)
+    factor: float = checked(number(gt=0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Perf(_Record):
+    """How fast a launch serves: output tokens/s of the whole server, shared by the requests in flight.
+
+    Without `perf:` each request decodes at `timing.decode_token_s` a token whatever else runs.
+    """
+
+    tok_s: float = checked(number(gt=0))
+    noise: float = checked(number(ge=0, le=0.5), 0.0)
+    """Relative spread of the speed between bursts of requests (a repeat of a load), seeded per launch's flags."""
+    seed: int = checked(integer(), 0)
+    rules: list[PerfRule] = checked(list_of(record_of(PerfRule)), factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Scenario(_Record):
     """A whole scenario file."""
 
@@ -175,6 +198,7 @@ class Scenario(_Record):
     timing: Timing = checked(record_of(Timing), factory=Timing)
     auto: dict[str, Scalar] = checked(mapping_of(scalar()), factory=dict)
     rules: list[Rule] = checked(list_of(record_of(Rule)), factory=list)
+    perf: Perf | None = checked(optional(record_of(Perf)), None)
 
     def autos(self) -> dict[str, str]:
         """Canonical flag -> what it resolves to when unset or `auto`: DEFAULT_AUTO overlaid with `auto:`."""
@@ -253,6 +277,8 @@ def _check_flags(scenario: Scenario, grammar: FlagGrammar) -> list[tuple[tuple[A
         checks += [(("rules", i, "when", k), k, v) for k, v in rule.when.items()]
         if rule.override is not None:
             checks.append((("rules", i, "override", "flag"), rule.override.flag, None))
+    for i, perf_rule in enumerate(scenario.perf.rules if scenario.perf else []):
+        checks += [(("perf", "rules", i, "when", k), k, v) for k, v in perf_rule.when.items()]
     for loc, key, value in checks:
         name = canonical_name(key)
         if name not in choices:
