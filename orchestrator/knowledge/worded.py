@@ -64,7 +64,8 @@ WORDED: tuple[Signature, ...] = (
         example="[E socket.cpp:1013] [c10d] waitForInput: poll for socket returned 0, likely a timeout"),
     sig("nccl_warn_failure", C.NCCL_ERROR, 76,
         r"NCCL WARN .{0,200}(?:(?i:cuda failure)|[Uu]nhandled|nccl\w+Error|\bibv_\w+ failed|NET/\w+ ?: .{0,80}"
-        r"(?:error|failed)|Call to \w+ failed|[Bb]ootstrap.{0,60}failed|[Ee]rror while)",
+        r"(?:error|failed)|Call to \w+ failed|[Bb]ootstrap.{0,60}failed|[Ee]rror while|No route to host"
+        r"|[Nn]etwork is unreachable)",
         "NCCL WARN", any_level=True,
         example="node1:1234:5678 [0] enqueue.cc:1556 NCCL WARN Cuda failure 'invalid device function'"),
     sig("cuda_error_unnamed", C.UNKNOWN, 25,

@@ -184,3 +184,11 @@ def test_a_device_assert_raised_while_sampling_from_probabilities_is_nan_in_prob
              "torch.AcceleratorError: CUDA error: device-side assert triggered"]
     verdict = classify(extract_evidence(lines))
     assert (verdict.category, verdict.root_cause_line) == (C.NAN_IN_PROBS, lines[-1])
+
+
+def test_an_nccl_peer_with_no_route_is_a_distributed_failure() -> None:
+    line = ("node5:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned "
+            "113(No route to host) errno 115(Operation now in progress)")
+    verdict = classify(extract_evidence([line, "[2025-02-24 14:09:34 TP14] Scheduler hit an exception: Traceback (most "
+                                         "recent call last):"]))
+    assert (verdict.category, verdict.root_cause_line) == (C.NCCL_ERROR, line)
