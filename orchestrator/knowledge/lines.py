@@ -56,10 +56,11 @@ _MARKUP = re.compile(
 """Markdown emphasis a paste into an issue wrapped around a log line (`**_ERROR 11-25 ...`), and a CI viewer's
 gutter before its own timestamp (`  | [2024-09-05T00:38:34Z] ...`)."""
 _DECORATION = re.compile(
-    r"(?:stdout|stderr)\s+[FP]\s|>+(?!>)[ \t]?|`{1,3}(?=\S)|\*\*(?=\S)"
+    r"(?:stdout|stderr)\s+[FP]\s|>+(?!>)[ \t]?|\[\d{1,3}(?:;\d{1,3})*m[ \t]?|`{1,3}(?=\S)|\*\*(?=\S)"
     r"|[A-Za-z0-9][\w.\-]{0,62}[ \t]*\|(?:[ \t]|$)"
 )
-"""What a carrier adds around a line: CRI stream tag, quote mark, markdown, a compose service gutter."""
+"""What a carrier adds around a line: CRI stream tag, quote mark, markdown, a compose service gutter, and a colour code
+whose escape byte a paste lost (`[36m`)."""
 _TAGS = re.compile(r"(?:\[[^\[\]]{1,80}\]:?[ \t]*|\([^()]{1,120}\)[ \t]*)+")
 """Tags in brackets or parentheses; stripped only when what follows them is recognisably a line's start."""
 _MESSAGE_START = re.compile(
@@ -108,7 +109,7 @@ def parse(text: str) -> Parsed:
         pos = decoration.end()
     decorated = decoration is not None and decoration.group(0)[:1] in "*_"
     lead = len(text) - len(text.lstrip(" \t"))
-    if lead and pos == 0 and _layer(text, lead) is not None:
+    if lead and pos == 0 and (_layer(text, lead) is not None or _DECORATION.match(text, lead)):
         pos = lead  # a paste's stray indentation before a prefix: the prefix still leads
     for _ in range(8):
         layer = _layer(text, pos)

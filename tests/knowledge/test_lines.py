@@ -199,3 +199,9 @@ def test_stray_indentation_before_a_prefix_is_no_code() -> None:
     assert (parsed.key, parsed.body) == ("SGLangEngine pid=12589", "torch.AcceleratorError: CUDA error: device-side "
                                                                    "assert triggered")
     assert parse("    raise ValueError(x)").body == "    raise ValueError(x)"
+
+
+def test_colour_codes_that_lost_their_escape_byte_are_decoration() -> None:
+    parsed = parse(" [36m(RayWorkerVllm pid=5085) [0m [E ProcessGroupNCCL.cpp:475] Watchdog caught collective timeout")
+    assert parsed.key == "RayWorkerVllm pid=5085"
+    assert parsed.body.startswith("[E ProcessGroupNCCL.cpp:475]")
