@@ -188,6 +188,8 @@ class ProbeOutcome:
     """Cut for no progress: the last line of the log that showed progress."""
     speed: dict[str, Any] | None = None
     """The standard load's measurement after every probe passed (probe/speed.py reads it); None: not measured."""
+    drift: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Flag -> {asked, used, evidence}: flags the server ran with another value than the launch asked for."""
 
     @property
     def failed_probe(self) -> ProbeResult | None:
@@ -208,6 +210,8 @@ class ProbeOutcome:
         }
         if self.speed is not None:
             data["speed"] = self.speed
+        if self.drift:
+            data["drift"] = self.drift
         return data
 
     @classmethod
@@ -223,6 +227,7 @@ class ProbeOutcome:
             stalled_s=data.get("stalled_s"),
             last_progress=data.get("last_progress"),
             speed=data.get("speed"),
+            drift=dict(data.get("drift") or {}),
         )
 
 

@@ -11,6 +11,7 @@ A relaunch of a 400B model costs minutes of GPU time, so it must be able to chan
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from orchestrator.model import Category, Status, Verdict
@@ -70,3 +71,17 @@ def decide(verdict: Verdict, attempt: int, policy: RetryPolicy, default: int) ->
 def retries_owed(last: Verdict, attempts: int, policy: RetryPolicy, default: int) -> bool:
     """Whether a cell whose last of `attempts` attempts ended with `last` still owes one (a resume asks)."""
     return decide(last, attempts, policy, default).again
+
+
+def retry_reason(verdicts: Sequence[Verdict], policy: RetryPolicy, default: int) -> str:
+    """Why a cell with these attempts' verdicts (in order) was or was not tried again: the table's sentence."""
+    if not verdicts:
+        return ""
+    last = verdicts[-1]
+    if retry_class(last) is None:
+        if len(verdicts) > 1 and retry_class(verdicts[-2]) is not None:
+            return f"{last.status.value} on attempt {len(verdicts)}; " + decide(
+                verdicts[-2], len(verdicts) - 1, policy, default
+            ).reason
+        return ""
+    return decide(last, len(verdicts), policy, default).reason

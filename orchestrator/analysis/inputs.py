@@ -6,7 +6,7 @@ tested on hand-built views and reused on any source of verdicts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from orchestrator.matrix.flags import canonical_name, canonicalize
 from orchestrator.model import Category, FlagValue, Phase, Status
@@ -40,6 +40,8 @@ class CellOutcome:
     passes_on: tuple[str, ...] = ()
     fails_on: tuple[str, ...] = ()
     """Set when the outcome depends on the host: it passed on these hosts and failed on those, every time."""
+    drift: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Flags the server ran otherwise than asked: canonical name -> (asked, used). `flags` hold what ran."""
 
     @property
     def flaky(self) -> bool:
@@ -50,6 +52,14 @@ class CellOutcome:
     def canonical_flags(self) -> dict[str, FlagValue]:
         """Flags under canonical names and values, omitted flags dropped."""
         return {k: v for k, v in canonicalize(self.flags).items() if v is not None and v is not False}
+
+    @property
+    def ran_flags(self) -> dict[str, FlagValue]:
+        """Canonical flags as the server ran them: a flag it changed at start takes the value it ran with."""
+        flags = self.canonical_flags
+        for name, (_asked, used) in self.drift.items():
+            flags[name] = used
+        return flags
 
     @property
     def label(self) -> str:

@@ -125,6 +125,11 @@ def _decide(evidence: Evidence, outcome: ProbeOutcome | None, cause: Cause | Non
     if outcome.deadline_phase is not None:
         if named is not None:
             return _failed(named, named.phase or outcome.deadline_phase)
+        if outcome.stalled_s is not None:  # cut at its stall window: the last progress line says where it stuck
+            return _verdict(Category.HANG_OR_TIMEOUT, outcome.deadline_phase,
+                            outcome.last_progress or _last_marker_line(evidence),
+                            f"no progress in {outcome.deadline_phase.value} for {outcome.stalled_s:.0f} s "
+                            "(its stall window)")
         return _verdict(Category.HANG_OR_TIMEOUT, outcome.deadline_phase, _last_marker_line(evidence),
                         f"no progress in {outcome.deadline_phase.value} before its deadline")
     if probe is not None:

@@ -164,7 +164,18 @@ def _happened(run: RunRecord) -> list[str]:
         code = f" (exit code {outcome.exit_code})" if outcome.exit_code is not None else ""
         lines.append(f"- the server process died{code}")
     if outcome is not None and outcome.deadline_phase is not None:
-        lines.append(f"- it was stuck in `{outcome.deadline_phase.value}` until the deadline expired")
+        if outcome.stalled_s is not None:
+            lines.append(
+                f"- it made no progress in `{outcome.deadline_phase.value}` for {outcome.stalled_s:.0f} s"
+                + (f"; last progress: {_code(outcome.last_progress)}" if outcome.last_progress else "")
+            )
+        else:
+            lines.append(f"- it was stuck in `{outcome.deadline_phase.value}` until the deadline expired")
+    for flag, seen in (outcome.drift if outcome is not None else {}).items():
+        lines.append(
+            f"- the server ran `--{flag}` as {_code(str(seen.get('used')))}, not the {_code(str(seen.get('asked')))} "
+            f"asked: {_code(str(seen.get('evidence')))}"
+        )
     if verdict.reason and not verdict.root_cause_line:
         lines.append(f"- {' '.join(verdict.reason.split()).replace('<', '&lt;')}")
     return lines

@@ -338,6 +338,10 @@ def cell_data(result: CellResult, mark: dict[str, Any] | None) -> dict[str, Any]
         # A pass's "root cause" is only the last healthy marker its log reached.
         "root": None if result.status is Status.PASS else result.root_cause_line,
         "reason": result.reason,
+        "drift": [
+            f"--{flag} asked {seen.get('asked')}, ran {seen.get('used')}: {seen.get('evidence')}"
+            for flag, seen in result.drift.items()
+        ],
         "attempts": result.attempts_text,
         "ready_s": result.ready_s,
         "warnings": list(cell_outcome(result).warnings),

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.analysis.inputs import CellOutcome, SweepView
+from orchestrator.matrix.flags import canonical_name
 from orchestrator.model import Category, Status
 from orchestrator.store.records import SweepRecord
 from orchestrator.store.results import CellResult
@@ -43,6 +44,10 @@ def cell_outcome(result: CellResult) -> CellOutcome:
         lane=result.cell.host,
         passes_on=result.passes_on,
         fails_on=result.fails_on,
+        drift={
+            canonical_name(flag): (str(seen.get("asked", "")), str(seen.get("used", "")))
+            for flag, seen in result.drift.items()
+        },
     )
 
 

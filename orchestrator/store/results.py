@@ -15,10 +15,12 @@ Rules (pure, so the table, the JSON contract and `--resume` agree):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.model import Category, Cell, Phase, Status, Verdict
+from orchestrator.retries import retry_reason
+from orchestrator.settings import RetryPolicy
 from orchestrator.store.records import UNFINISHED_STATES, RunRecord, SweepKind, SweepRecord
 
 _RETRYABLE = (Status.FAIL, Status.INFRA)
@@ -49,6 +51,8 @@ class CellResult:
     unfinished_run_id: str | None = None
     """A run written but not finished (pending or launched): in flight, or cut off by an interruption."""
     needs_run: bool = True
+    speed: dict[str, Any] | None = None
+    """A passing cell's speed under the standard load, from the shown run (probe/speed.py); None: not measured."""
     host: str | None = None
     """The host of the run the row shows."""
     hosts: tuple[str, ...] = ()
@@ -56,6 +60,10 @@ class CellResult:
     passes_on: tuple[str, ...] = ()
     fails_on: tuple[str, ...] = ()
     """Set when the outcome depends on the host: it passed on these and failed on those, every time."""
+    drift: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Flags the shown run's server ran with another value than asked: flag -> {asked, used, evidence}."""
+    retry_reason: str = ""
+    """Why the cell was or was not tried again (its failure's class and the retry policy)."""
 
     @property
     def attempts(self) -> int:
@@ -92,11 +100,19 @@ class CellResult:
             "fails_on": list(self.fails_on),
             "job_id": self.job_id,
             "pending_s": self.pending_s,
+            "speed": self.speed,
+            "drift": dict(self.drift),
+            "retry_reason": self.retry_reason,
         }
 
 
-def aggregate(cell: Cell, runs: Iterable[RunRecord], retries_allowed: int = 0) -> CellResult:
-    """Sum up one cell's runs (any states, any order) by the rules in this module's docstring."""
+def aggregate(
+    cell: Cell, runs: Iterable[RunRecord], retries_allowed: int = 0, policy: RetryPolicy | None = None
+) -> CellResult:
+    """Sum up one cell's runs (any states, any order) by the rules in this module's docstring.
+
+    `policy`: the sweep's retries by failure class (the default: `retries_allowed` for every class).
+    """
     mine = sorted((r for r in runs if r.cell_id == cell.cell_id), key=lambda r: r.attempt)
     done = [(r, r.verdict) for r in mine if r.state == "done" and r.verdict is not None]
     # A cell skipped by a stopped sweep and run on its resume: only the runs that ran count.
@@ -124,13 +140,20 @@ def aggregate(cell: Cell, runs: Iterable[RunRecord], retries_allowed: int = 0) -
         job_id=shown.job_id,
         pending_s=shown.pending_s,
         flaky=flaky,
+        speed=_speed_of(shown) if not flaky and verdict.status is Status.PASS else None,
         unfinished_run_id=unfinished,
         needs_run=last in _RETRYABLE and not mixed and len(done) < 1 + max(0, retries_allowed),
         host=shown.host,
         hosts=tuple(dict.fromkeys(r.host for r, _ in done)),
         passes_on=passes_on,
         fails_on=fails_on,
+        drift=dict(shown.outcome.drift) if shown.outcome is not None else {},
+        retry_reason=retry_reason([v for _, v in done], policy or RetryPolicy(), retries_allowed),
     )
+
+
+def _speed_of(run: RunRecord) -> dict[str, Any] | None:
+    return None if run.outcome is None else run.outcome.speed
 
 
 def _host_split(done: list[tuple[RunRecord, Verdict]]) -> tuple[tuple[str, ...], tuple[str, ...]]:

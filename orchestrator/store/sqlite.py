@@ -16,6 +16,7 @@ from typing import Any
 
 from orchestrator.errors import StoreError
 from orchestrator.model import Cell, ProbeOutcome, Verdict
+from orchestrator.settings import RetryPolicy
 from orchestrator.store.records import (
     REPRO_OF,
     UNFINISHED_STATES,
@@ -352,4 +353,10 @@ class Store(StoreFile):
         by_cell: dict[str, list[RunRecord]] = {}
         for run in self.runs(sweep_id):
             by_cell.setdefault(run.cell_id, []).append(run)
-        return [aggregate(c, by_cell.get(c.cell_id, ()), retries_allowed) for c in self.get_cells(sweep_id)]
+        settings = self.get_sweep(sweep_id).settings
+        stored = settings.get("retry")
+        given: dict[str, Any] = stored if isinstance(stored, dict) else {}
+        policy = RetryPolicy(**{k: v for k, v in given.items() if k in ("deterministic", "transient", "flaky")})
+        return [
+            aggregate(c, by_cell.get(c.cell_id, ()), retries_allowed, policy) for c in self.get_cells(sweep_id)
+        ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,10 +26,11 @@ from orchestrator.knowledge.markers import phase_of_line
 from orchestrator.model import Phase, ProbeOutcome, ProbeResult, Verdict
 from orchestrator.probe.client import ProbeClient
 from orchestrator.probe.decode import run_probes
+from orchestrator.probe.drift import asked_flags, find_drift
 from orchestrator.probe.load import run_load
 from orchestrator.probe.progress import ProgressTracker
 from orchestrator.probe.ready import LogProgress, wait_ready
-from orchestrator.secret import Masker
+from orchestrator.secret import Masker, SecretRef
 from orchestrator.settings import Deadlines, ProbeSettings, Stall
 
 REPROBES_AFTER_DROP = 2
@@ -72,7 +73,12 @@ class LiveLog:
     """Feeds new log lines to the evidence builder while tracking the phase reached and fatal lines."""
 
     def __init__(
-        self, tail: LogTail, started: float, on_phase: PhaseCallback | None = None, masker: Masker | None = None
+        self,
+        tail: LogTail,
+        started: float,
+        on_phase: PhaseCallback | None = None,
+        masker: Masker | None = None,
+        flags: Iterable[str] = (),
     ):
         self.tail = tail
         self.masker = masker or Masker()
@@ -83,6 +89,9 @@ class LiveLog:
         self.listening_line: str | None = None
         """The server's own `Uvicorn running on http://HOST:PORT` line, once printed."""
         self.progress = ProgressTracker()
+        self._flag_words = flag_words(flags)
+        self.flag_lines: list[str] = []
+        """Lines that name a flag of the launch (evidence of a flag the server changed), masked, at most 200."""
         self.progress_at: float | None = None
         """time.monotonic() when the log last showed progress (a new line, a bar that moved)."""
         self.timings: dict[str, float] = {}
@@ -124,6 +133,8 @@ class LiveLog:
                 self.listening_line = line
             if self.progress.feed(line):
                 self.progress_at = time.monotonic()
+            if len(self.flag_lines) < FLAG_LINES and self._flag_words and _names_a_flag(line, self._flag_words):
+                self.flag_lines.append(self.masker.text(line.strip()))
 
 
 def execute_run(
@@ -139,7 +150,11 @@ def execute_run(
     launch = launcher.placed(launch, (lambda state: on_event(f"{QUEUED_EVENT}: {state}", None)) if on_event else None)
     started = launch.started_at
     spec = launch.spec
-    live = LiveLog(LogTail(session.transport, spec.log_path), started, on_event, Masker(launch.secret_values))
+    asked = asked_flags([w for w in spec.argv if not isinstance(w, SecretRef)])
+    live = LiveLog(
+        LogTail(session.transport, spec.log_path), started, on_event, Masker(launch.secret_values), flags=asked
+    )
+    info: dict[str, Any] | None = None
     for name, value in (("pending_s", launch.pending_s), ("prepare_s", launch.prepare_s), ("spawn_s", launch.spawn_s)):
         if value is not None:
             live.timings[name] = value
@@ -165,6 +180,7 @@ def execute_run(
             live.timings["ready"] = round(time.monotonic() - started, 3)
             if on_event:
                 on_event("ready", Phase.READY)
+            info = client.server_info()  # what it runs with, after every change SGLang made at start
             probes = _probe_through_drops(session, launch, client, settings, on_event)
             live.timings["probes_done"] = round(time.monotonic() - started, 3)
             speed = _measure_speed(client, settings, probes)
@@ -184,6 +200,9 @@ def execute_run(
             live.timings["sigkill_after_s"] = settings.deadlines.stop_grace
         marks.mark("stop_s")
         live.drain()
+    evidence = _final_evidence(session, spec, live)
+    drift = find_drift(asked, evidence.server_args, info, live.flag_lines) if ready.ready else {}
+    marks.mark("harvest_s")  # the last log bytes after the stop count as harvest too
     outcome = ProbeOutcome(
         reached_ready=ready.ready,
         ready_s=ready.ready_s,
@@ -193,10 +212,9 @@ def execute_run(
         exit_code=exit_code,
         stalled_s=round(ready.stalled_s, 1) if ready.stalled_s is not None else None,
         last_progress=ready.progress_line,
+        drift={flag: d.to_dict() for flag, d in drift.items()},
         speed=speed,
     )
-    evidence = _final_evidence(session, spec, live)
-    marks.mark("harvest_s")  # the last log bytes after the stop count as harvest too
     verdict = classify(evidence, outcome)
     if killed is not None:
         verdict = scheduler_killed_verdict(verdict, killed.state, killed.reason)
@@ -210,6 +228,24 @@ def execute_run(
     marks.mark("gpu_free_s")
     live.timings["total"] = round(time.monotonic() - started, 3)
     return RunReport(outcome, evidence, verdict, live.timings, launch.pgid, released, leftovers, launch)
+
+
+FLAG_LINES = 200
+
+
+def flag_words(dests: Iterable[str]) -> list[str]:
+    """What a log line names a flag by: its dest (`chunked_prefill_size`) or its first words (`chunked prefill`)."""
+    found = []
+    for dest in dests:
+        words = dest.split("_")
+        found += [dest, " ".join(words[:2])] if len(words) >= 2 else [dest]
+    return found
+
+
+def _names_a_flag(line: str, words: list[str]) -> bool:
+    lowered = line.lower()
+    spaced = lowered.replace("-", " ").replace("_", " ")
+    return "server_args=" not in line and any(w in lowered or w in spaced for w in words)
 
 
 class _Marks:

@@ -25,7 +25,7 @@ from orchestrator.sweep.cell_run import launch_env, record_unlaunched, watch_att
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.plan import CellPlan, flag_secrets
 from orchestrator.sweep.preflight import Preflight, invalid_verdict
-from orchestrator.sweep.retry import retries_owed
+from orchestrator.retries import retries_owed
 from orchestrator.sweep.scheduler import Job
 from orchestrator.transport.shell import ShellCommand
 

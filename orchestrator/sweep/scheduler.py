@@ -28,7 +28,7 @@ from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.hostdown import HostWatch
 from orchestrator.sweep.plan import CellPlan, GpuPool
 from orchestrator.sweep.preflight import describe_holders
-from orchestrator.sweep.retry import decide
+from orchestrator.retries import decide
 
 EventSink = Callable[[Cell, str, Phase | None], None]
 VERIFIED_FRESH_S = 0.5

@@ -90,6 +90,11 @@
     if (cell.root) {
       panel.appendChild(section("root cause", el("pre", cell.root, "mono root")));
     }
+    if (cell.drift && cell.drift.length) {
+      const changed = el("ul");
+      cell.drift.forEach((line) => changed.appendChild(el("li", line, "mono")));
+      panel.appendChild(section("flags the server changed (drift)", changed));
+    }
     if (cell.reason && !cell.root && cell.status !== "pass") {
       panel.appendChild(section("reason", el("p", cell.reason)));
     }
