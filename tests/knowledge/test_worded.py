@@ -192,3 +192,7 @@ def test_an_nccl_peer_with_no_route_is_a_distributed_failure() -> None:
     verdict = classify(extract_evidence([line, "[2025-02-24 14:09:34 TP14] Scheduler hit an exception: Traceback (most "
                                          "recent call last):"]))
     assert (verdict.category, verdict.root_cause_line) == (C.NCCL_ERROR, line)
+
+
+def test_not_support_in_its_broken_english_form_is_unsupported() -> None:
+    assert classify(extract_evidence(["RuntimeError: Not support device type: cpu"])).category is C.UNSUPPORTED_CONFIG
