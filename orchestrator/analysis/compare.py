@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.analysis.inputs import FAILED, CellOutcome, SweepView
+from orchestrator.analysis.speed import SpeedChange, Speeds, speed_changes
 from orchestrator.matrix.flags import canonical_name, canonical_words
 from orchestrator.model import FlagValue, Status
 
@@ -110,6 +111,9 @@ class Comparison:
     env_diff: dict[str, tuple[str | None, str | None]]
     matched: int
     notes: tuple[str, ...] = ()
+    speed_regressions: tuple[SpeedChange, ...] = ()
+    """Cells passing on both sides whose output tokens/s dropped beyond both sweeps' noise bands."""
+    speed_improvements: tuple[SpeedChange, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of `orchestrator compare --format json`."""
@@ -126,6 +130,8 @@ class Comparison:
             "ready_changes": [r.to_dict() for r in self.ready_changes],
             "env_diff": {name: list(pair) for name, pair in self.env_diff.items()},
             "notes": list(self.notes),
+            "speed_regressions": [s.to_dict() for s in self.speed_regressions],
+            "speed_improvements": [s.to_dict() for s in self.speed_improvements],
         }
 
 
@@ -137,12 +143,14 @@ def compare(
     min_abs_s: float = MIN_ABS_READY_S,
     ignore: Iterable[str] = (),
     match_install: bool | None = None,
+    speeds: tuple[Speeds, Speeds] | None = None,
 ) -> Comparison:
     """Match A's cells to B's by canonical flags and report what changed from A to B.
 
     `ignore` names flags left out of the match. `match_install=None` matches on the install only
     when either side has several installs (environments as an axis); pass False to compare two
-    installs' views of one sweep, which differ by install alone.
+    installs' views of one sweep, which differ by install alone. `speeds`: each side's measured
+    passing cells (analysis/speed.py), for the speed regressions and improvements.
     """
     ignored = frozenset(canonical_name(name) for name in ignore)
     if match_install is None:
@@ -152,6 +160,7 @@ def compare(
     pairs, only_a, only_b = _match(a.cells, b.cells, ignored, (match_install, with_lane))
     buckets: dict[str, list[CellChange]] = defaultdict(list)
     ready: list[ReadyChange] = []
+    slower, faster = speed_changes(pairs, *speeds) if speeds else ((), ())
     for before, after in pairs:
         kind = _classify(before, after)
         if kind:
@@ -170,6 +179,8 @@ def compare(
         removed=tuple(_change(cell, cell, None) for cell in only_a),
         unverified=tuple(buckets["unverified"]),
         ready_changes=tuple(ready),
+        speed_regressions=slower,
+        speed_improvements=faster,
         env_diff=env_diff(a, b),
         matched=len(pairs),
         notes=_unmatched_hint(a, b, only_a, only_b),
@@ -184,6 +195,7 @@ def compare_installs(
     ready_threshold: float = 0.25,
     min_abs_s: float = MIN_ABS_READY_S,
     ignore: Iterable[str] = (),
+    speeds: Speeds | None = None,
 ) -> Comparison:
     """Compare two installs of one sweep (environments as an axis), matching cells on flags alone."""
     parts = split_by_install(view)
@@ -198,6 +210,7 @@ def compare_installs(
         min_abs_s=min_abs_s,
         ignore=ignore,
         match_install=False,
+        speeds=(speeds, speeds) if speeds is not None else None,
     )
 
 

@@ -31,6 +31,7 @@ from orchestrator.analysis.predicates import (
     score,
     shown_value,
 )
+from orchestrator.analysis.speed import SpeedEffect, Speeds, speed_effects
 from orchestrator.matrix.flags import canonical_name
 from orchestrator.model import Category, FlagValue, Phase, Status
 from orchestrator.sweep.localise import cause_text
@@ -132,6 +133,8 @@ class Explanation:
     pass_total: int
     excluded: int
     """Infra and skipped cells, which never tested SGLang."""
+    speed_effects: tuple[SpeedEffect, ...] = ()
+    """Flag values that move the passing cells' throughput beyond the noise (analysis/speed.py)."""
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -149,11 +152,15 @@ class Explanation:
             ],
             "pass_total": self.pass_total,
             "excluded": self.excluded,
+            "speed_effects": [e.to_dict() for e in self.speed_effects],
         }
 
 
-def explain(view: SweepView, *, max_findings: int = 5) -> Explanation:
-    """Find, for each failure category, the flag values and warnings that separate it from passing cells."""
+def explain(view: SweepView, *, max_findings: int = 5, speeds: Speeds | None = None) -> Explanation:
+    """Find, for each failure category, the flag values and warnings that separate it from passing cells.
+
+    `speeds`: the measured passing cells; then also which flag values move throughput beyond the noise.
+    """
     tested = [c for c in view.cells if c.status in (Status.PASS, Status.FAIL, Status.INVALID)]
     flaky = tuple(c for c in tested if c.flaky)
     clean = [c for c in tested if not c.flaky]
@@ -171,7 +178,8 @@ def explain(view: SweepView, *, max_findings: int = 5) -> Explanation:
         found = localisation(view, group_of, view.plan_stop)
         reports = [_localised(r, groups[r.category], passes, with_install, found, view.sweep_id) for r in reports]
     reports.sort(key=lambda g: (-len(g.failing), g.category))
-    return Explanation(view.sweep_id, tuple(reports), flaky, len(passes), len(view.cells) - len(tested))
+    effects = speed_effects(view, speeds) if speeds else ()
+    return Explanation(view.sweep_id, tuple(reports), flaky, len(passes), len(view.cells) - len(tested), effects)
 
 
 def group_of(cell: CellOutcome) -> str:

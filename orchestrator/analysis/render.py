@@ -17,6 +17,7 @@ from rich.text import Text
 from orchestrator.analysis.compare import CellChange, Comparison, message_of
 from orchestrator.analysis.explain import CLEAR, Explanation, Finding, GroupReport
 from orchestrator.analysis.inputs import CellOutcome
+from orchestrator.analysis.speed import SpeedChange
 from orchestrator.safeconsole import SafeConsole
 
 FORMATS = ("term", "md", "json")
@@ -80,6 +81,14 @@ def comparison_renderable(c: Comparison) -> RenderableType:
         for r in c.ready_changes:
             table.add_row(r.label, f"{r.before_s:.1f}", f"{r.after_s:.1f}", f"{r.delta_s:+.1f}")
         parts.append(table)
+    speed = _speed_rows(c)
+    if speed:
+        table = Table(title="speed, output tok/s (beyond both sweeps' noise bands)", title_justify="left")
+        for column in ("cell", "before", "after", "change"):
+            table.add_column(column, overflow="fold")
+        for row in speed:
+            table.add_row(*row)
+        parts.append(table)
     if c.env_diff:
         table = Table(title="environment", title_justify="left")
         for column in ("name", "before", "after"):
@@ -87,7 +96,7 @@ def comparison_renderable(c: Comparison) -> RenderableType:
         for name, (before, after) in c.env_diff.items():
             table.add_row(name, before or "-", after or "-")
         parts.append(table)
-    if not any(getattr(c, name) for name in _BUCKETS) and not c.ready_changes:
+    if not any(getattr(c, name) for name in _BUCKETS) and not c.ready_changes and not speed:
         parts.append(Text(f"no change in the {c.matched} matched cells"))
     parts.extend(Text(f"note: {note}", style="yellow") for note in c.notes)
     return Group(*parts)
@@ -110,6 +119,13 @@ def explanation_renderable(e: Explanation) -> RenderableType:
         parts.append(Text(f"flaky, left out of every group: {_flaky(e.flaky)}", style="yellow"))
     if not e.groups:
         parts.append(Text(f"no cell failed ({e.pass_total} passed), nothing to explain"))
+    if e.speed_effects:
+        table = Table(title="speed: flag values that move output tok/s beyond the noise", title_justify="left")
+        for column in ("#", "finding", "pairs", "ratio"):
+            table.add_column(column, overflow="fold")
+        for i, effect in enumerate(e.speed_effects, 1):
+            table.add_row(str(i), effect.text, str(effect.pairs), f"{effect.ratio:.2f}")
+        parts.append(table)
     return Group(*parts)
 
 
@@ -133,18 +149,23 @@ def _comparison_md(c: Comparison) -> str:
             ("cell", "before s", "after s", "change s"),
             [(r.label, f"{r.before_s:.1f}", f"{r.after_s:.1f}", f"{r.delta_s:+.1f}") for r in c.ready_changes],
         )
+    if _speed_rows(c):
+        lines += ["#### Speed, output tok/s (beyond both sweeps' noise bands)", ""]
+        lines += _md_table(("cell", "before", "after", "change"), _speed_rows(c))
     if c.env_diff:
         lines += ["#### Environment", ""]
         lines += _md_table(("name", "before", "after"), [(n, b or "–", a or "–") for n, (b, a) in c.env_diff.items()])
-    if not any(getattr(c, name) for name in _BUCKETS) and not c.ready_changes:
+    if not any(getattr(c, name) for name in _BUCKETS) and not c.ready_changes and not _speed_rows(c):
         lines += [f"No change in the {c.matched} matched cells.", ""]
     lines += [f"> {_escape(note)}" for note in c.notes]
     return "\n".join(lines).rstrip() + "\n"
 
 
 def _explanation_md(e: Explanation) -> str:
+    speed = [f"- **speed**: {_escape(effect.text)}" for effect in e.speed_effects[:SUMMARY_FINDINGS]]
     if not e.groups:
-        return f"**Why cells fail** (`{e.sweep_id}`): no cell failed ({e.pass_total} passed).\n"
+        head = f"**Why cells fail** (`{e.sweep_id}`): no cell failed ({e.pass_total} passed)."
+        return "\n".join([head, *speed]) + "\n"
     lines = [f"**Why cells fail** (`{e.sweep_id}`, failing cells set against {e.pass_total} passing):", ""]
     for group in e.groups:
         # A clear finding makes weaker ones noise in a summary; without one, the best is still worth a look.
@@ -156,7 +177,22 @@ def _explanation_md(e: Explanation) -> str:
         lines += [f"  - {_escape(note)}" for note in group.notes]
     if e.flaky:
         lines.append(f"- flaky, left out of every group: {_escape(_flaky(e.flaky))}")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *speed]) + "\n"
+
+
+def _speed_rows(c: Comparison) -> list[tuple[str, str, str, str]]:
+    """Speed regressions, then improvements: cell, before and after (median ± half the band), change."""
+
+    def shown(band: SpeedChange) -> tuple[str, str, str, str]:
+        before, after = band.before, band.after
+        return (
+            band.label,
+            f"{before.median:.0f} ± {before.spread:.0f}",
+            f"{after.median:.0f} ± {after.spread:.0f}",
+            f"{band.change:+.1%}" + (" (slower)" if band.change < 0 else " (faster)"),
+        )
+
+    return [shown(s) for s in (*c.speed_regressions, *c.speed_improvements)]
 
 
 def _marked(f: Finding) -> str:

@@ -12,9 +12,11 @@ from orchestrator.analysis.compare import compare_installs
 from orchestrator.analysis.explain import explain as explain_view
 from orchestrator.analysis.inputs import SweepView
 from orchestrator.analysis.render import render_comparison, render_explanation
+from orchestrator.analysis.speed import Speeds
 from orchestrator.cli.common import exits_on_error, open_store
 from orchestrator.cli.root import app
 from orchestrator.errors import StoreError
+from orchestrator.report.speed_view import speeds_of
 from orchestrator.report.views import sweep_view
 from orchestrator.store.records import SweepRecord
 from orchestrator.store.sqlite import Store
@@ -26,8 +28,14 @@ Format = Literal["term", "md", "json"]
 
 def load_view(store: Store, ref: str | SweepRecord | None) -> SweepView:
     """A stored sweep as the analysis reads it."""
+    return load_measured(store, ref)[0]
+
+
+def load_measured(store: Store, ref: str | SweepRecord | None) -> tuple[SweepView, Speeds]:
+    """A stored sweep as the analysis reads it, and the speed of each of its measured passing cells."""
     record = ref if isinstance(ref, SweepRecord) else store.resolve_sweep(ref)
-    return sweep_view(record, store.cell_results(record.sweep_id, int(record.settings.get("retries", 0))))
+    results = store.cell_results(record.sweep_id, int(record.settings.get("retries", 0)))
+    return sweep_view(record, results), speeds_of(results)
 
 
 def newer_of(store: Store, old: SweepRecord) -> SweepRecord:
@@ -90,10 +98,10 @@ def compare(
     """Compare two sweeps (or two installs of one): regressions, fixes, changed failures, versions."""
     with exits_on_error(), open_store(db, create=False) as store:
         old = store.resolve_sweep(a)
-        view_a = load_view(store, old)
+        view_a, speeds_a = load_measured(store, old)
         if installs:
             before, after = installs_pair(view_a, installs, store)
-            result = compare_installs(view_a, before, after)
+            result = compare_installs(view_a, before, after, speeds=speeds_a)
         else:
             new = store.resolve_sweep(b) if b is not None else newer_of(store, old)
             if new.sweep_id == old.sweep_id:
@@ -108,7 +116,8 @@ def compare(
                     f"host {old.host}",
                     err=True,
                 )
-            result = compare_views(view_a, load_view(store, new))
+            view_b, speeds_b = load_measured(store, new)
+            result = compare_views(view_a, view_b, speeds=(speeds_a, speeds_b))
     typer.echo(render_comparison(result, fmt, color=fmt == "term"), nl=False)
     if fail_on_regression and result.regressions:
         raise typer.Exit(1)
@@ -125,5 +134,5 @@ def explain(
 ) -> None:
     """For each failure category, the flag values and warnings that separate failing from passing cells."""
     with exits_on_error(), open_store(db, create=False) as store:
-        view = load_view(store, sweep)
-    typer.echo(render_explanation(explain_view(view), fmt, color=fmt == "term"), nl=False)
+        view, speeds = load_measured(store, sweep)
+    typer.echo(render_explanation(explain_view(view, speeds=speeds), fmt, color=fmt == "term"), nl=False)

@@ -1,4 +1,7 @@
-"""`orchestrator table [SWEEP] [--format term|md|csv|json] [--wide] [--db PATH]`: the pass/fail table of a sweep.
+"""`orchestrator table [SWEEP] [--format term|md|csv|json] [--wide] [--sort matrix|speed] [--best] [--db PATH]`.
+
+The pass/fail table of a sweep, with a `tok/s` column where passing cells were measured; `--sort speed` puts
+the fastest passing cell first, `--best` names it with the exact command its run launched.
 
 On a terminal the table fits its width (status, phase and category always shown, root causes cut, or
 wrapped with `--wide`); piped or redirected, every row is printed whole on one line.
@@ -7,7 +10,7 @@ wrapped with `--wide`); piped or redirected, every row is printed whole on one l
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -15,6 +18,7 @@ from orchestrator.cli.common import echo, make_console, print_table
 from orchestrator.cli.root import app
 from orchestrator.cli.sweep_plan import not_run_lines
 from orchestrator.errors import StoreError
+from orchestrator.report import speed_view
 from orchestrator.report.table import TableFormat, render
 from orchestrator.store import Store, default_db_path
 
@@ -36,6 +40,13 @@ def table(
     listing: Annotated[
         bool, typer.Option("--list", help="List the store's sweeps instead (as `orchestrator sweeps`).")
     ] = False,
+    sort: Annotated[
+        Literal["matrix", "speed"],
+        typer.Option("--sort", help="Row order: the matrix's, or fastest passing cell first (output tok/s)."),
+    ] = "matrix",
+    best: Annotated[
+        bool, typer.Option("--best", help="Name the fastest passing cell and its exact command instead.")
+    ] = False,
 ) -> None:
     """Print the pass/fail table of a sweep: one row per cell."""
     if listing:
@@ -51,6 +62,11 @@ def table(
     except StoreError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
+    if best:
+        (typer.echo if fmt == "json" else echo)(speed_view.render_best(fmt, results, record), nl=False)
+        return
+    if sort == "speed":
+        results = speed_view.by_speed(results)
     if fmt == "term":
         console = make_console()
         print_table(console, results, record, wide=wide)

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from orchestrator.model import UNSET, FlagValue, Status
+from orchestrator.report import speed_view
 from orchestrator.report.term_grid import Cell as GridCell
 from orchestrator.report.term_grid import Column, Grid
 from orchestrator.store.records import SweepRecord
@@ -140,6 +141,7 @@ TERM_COLUMNS = (
 
 def _grid(results: Sequence[CellResult]) -> Grid:
     axes = axis_columns(results)
+    speed = speed_view.shown(results)
     rows = []
     for result in results:
         status, phase, category, _, attempts, ready = _human_cells(result)
@@ -147,9 +149,12 @@ def _grid(results: Sequence[CellResult]) -> Grid:
         cause = root_cause_excerpt(result, None)
         row = [GridCell(_value_text(_axis_value(result, a), UNSET)) for a in axes]
         row += [GridCell(status, style), GridCell(phase), GridCell(category), GridCell(_run_text(result))]
-        row += [GridCell(attempts), GridCell(ready), GridCell(cause, "" if result.root_cause_line else "italic")]
+        row += [GridCell(attempts), GridCell(ready)]
+        row += [GridCell(speed_view.cell_text(result))] if speed else []
+        row += [GridCell(cause, "" if result.root_cause_line else "italic")]
         rows.append(row)
-    return Grid([*(Column(a, "axis") for a in axes), *TERM_COLUMNS], rows)
+    columns = [*TERM_COLUMNS[:-1], *([speed_view.COLUMN] if speed else []), TERM_COLUMNS[-1]]
+    return Grid([*(Column(a, "axis") for a in axes), *columns], rows)
 
 
 def term_lines(
@@ -200,14 +205,18 @@ def render_md(results: Sequence[CellResult], sweep: SweepRecord, max_chars: int 
     """A GitHub-flavoured Markdown table with a one-line heading, cut short to fit a comment."""
     axes = axis_columns(results)
     head = f"**{_md_text(sweep.name)}** `{sweep.sweep_id}` on `{sweep.host}`: {summary_line(results)}"
-    lines = [head, "", "| " + " | ".join([*map(_md_text, axes), *_HEADERS]) + " |"]
-    lines.append("|" + "---|" * len(axes) + "---|---|---|---|--:|--:|")
+    speed = speed_view.shown(results)
+    headers = [*_HEADERS, *([speed_view.HEADER] if speed else [])]
+    lines = [head, "", "| " + " | ".join([*map(_md_text, axes), *headers]) + " |"]
+    lines.append("|" + "---|" * len(axes) + "---|---|---|---|--:|--:|" + ("--:|" if speed else ""))
     used = sum(len(line) + 1 for line in lines)
     for shown, result in enumerate(results):
         status, phase, category, cause, attempts, ready = _human_cells(result)
         values = [_md_text(_value_text(_axis_value(result, a), UNSET)) for a in axes]
         cause = _md_code(cause) if result.root_cause_line else _md_text(cause)
-        line = "| " + " | ".join([*values, f"**{status}**", phase, category, cause, attempts, ready]) + " |"
+        cells = [*values, f"**{status}**", phase, category, cause, attempts, ready]
+        cells += [_md_text(speed_view.cell_text(result))] if speed else []
+        line = "| " + " | ".join(cells) + " |"
         if used + len(line) + 1 > max_chars:
             lines.append(f"\n… {len(results) - shown} more cells not shown (use `--format csv` for all).")
             break
@@ -226,11 +235,13 @@ def render_csv(results: Sequence[CellResult], sweep: SweepRecord) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     fixed = ["cell_id", "status", "phase", "category", "root_cause_line", "attempts", "ready_s", "flaky", "run_id"]
-    writer.writerow([*axes, *fixed])
+    speed = speed_view.shown(results)
+    writer.writerow([*axes, *fixed, *(speed_view.CSV_COLUMNS if speed else ())])
     for result in results:
         entry = result.to_dict()
         values = [_value_text(_axis_value(result, a), "") for a in axes]
-        writer.writerow([*values, *(_csv_value(entry[k]) for k in fixed)])
+        measured = speed_view.csv_values(result) if speed else []
+        writer.writerow([*values, *(_csv_value(entry[k]) for k in fixed), *measured])
     return buffer.getvalue()
 
 
