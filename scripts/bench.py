@@ -21,6 +21,7 @@ import bench_adaptive
 import bench_cli
 import bench_pool
 import bench_report as report
+import bench_stall
 from bench_env import BenchEnv, free_local_port, scenario
 from bench_naive import NaiveHost, NaiveResult
 from bench_ours import SweepRun, cli_sweep, connect, died_at, harvest, ssh_round_trips
@@ -217,6 +218,8 @@ def main() -> int:
     for key, value in bench_cli.cli_start().items():
         print(f"{key}: {value}")
     for key, value in bench_adaptive.adaptive_cells().items():
+        print(f"{key}: {value}")
+    for key, value in bench_stall.measure().items():
         print(f"{key}: {value}")
     report.progress(f"bench done in {time.time() - began:.0f}s (load average now {os.getloadavg()[0]:.1f})")
     return 0
