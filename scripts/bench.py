@@ -219,8 +219,8 @@ def main() -> int:
         print(f"{key}: {value}")
     for key, value in bench_adaptive.adaptive_cells().items():
         print(f"{key}: {value}")
-    for key, value in bench_stall.measure().items():
-        print(f"{key}: {value}")
+    for name, text in bench_stall.measure().items():
+        print(f"{name}: {text}")
     report.progress(f"bench done in {time.time() - began:.0f}s (load average now {os.getloadavg()[0]:.1f})")
     return 0
 
