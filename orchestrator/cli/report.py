@@ -75,6 +75,10 @@ def report(
     ] = None,
     x: Annotated[str | None, typer.Option("--x", help="Axis across (columns) of the heat-map.")] = None,
     y: Annotated[str | None, typer.Option("--y", help="Axis down (rows) of the heat-map.")] = None,
+    colour: Annotated[
+        Literal["status", "speed"],
+        typer.Option("--colour", help="Colour the heat-map by verdict, or passing cells by output tok/s."),
+    ] = "status",
     db: DbOption = None,
 ) -> None:
     """A report of one sweep: an HTML heat-map page (--html FILE) or a Markdown comment (--md)."""
@@ -89,7 +93,7 @@ def report(
             other = _load(store, baseline) if baseline else None
     if html is not None:
         try:
-            page = render_html(record, results, baseline=other, x=x, y=y)
+            page = render_html(record, results, baseline=other, x=x, y=y, colour=colour)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--x/--y") from exc
         try:

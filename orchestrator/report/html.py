@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from html import escape
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 from orchestrator.analysis.compare import Comparison, compare
 from orchestrator.analysis.explain import CLEAR, Explanation, GroupReport, explain
@@ -31,6 +31,7 @@ from orchestrator.report.heatmap import (
     matrix_axes,
     palette_of,
 )
+from orchestrator.report.speed_colours import SpeedPalette, speed_palette
 from orchestrator.report.table import axis_columns, root_cause_excerpt, status_text, summary_line
 from orchestrator.report.views import sweep_view
 from orchestrator.store.records import SweepRecord
@@ -71,8 +72,12 @@ def render_html(
     baseline: tuple[SweepRecord, Sequence[CellResult]] | None = None,
     x: str | None = None,
     y: str | None = None,
+    colour: Literal["status", "speed"] = "status",
 ) -> str:
-    """The whole report page; `baseline` marks regressions and fixes against an earlier sweep."""
+    """The whole report page; `baseline` marks regressions and fixes against an earlier sweep.
+
+    `colour="speed"`: the map's passing cells shaded by their output tokens/s (report/speed_colours.py).
+    """
     view = sweep_view(sweep, results)
     explanation = explain(view)
     comparison = compare(sweep_view(*baseline), view) if baseline else None
@@ -81,7 +86,7 @@ def render_html(
     beside = include_only(results, axes)
     column, row, why = choose_axes(results, explanation, x, y, allowed=allowed)
     grid = layout(results, column, row, why, allowed=allowed, beside=beside)
-    palette = palette_of(results)
+    palette = speed_palette(results) if colour == "speed" else palette_of(results)
     marks = compare_marks(comparison)
     data = {"cells": [cell_data(r, marks.get(r.cell.cell_id)) for r in results]}
     title = f"{sweep.name} · {sweep.sweep_id}"
@@ -207,6 +212,8 @@ def _comparison(c: Comparison) -> str:
 
 def _legend(results: Sequence[CellResult], palette: Palette, grid: Layout, marks: dict[str, dict[str, Any]]) -> str:
     items = "".join(_chip(key, colours, focus=f"k-{key}") for key, colours in palette.colours.items())
+    if isinstance(palette, SpeedPalette):
+        items += "".join(_chip(text, colours) for text, colours in palette.scale)
     if any(r.flaky for r in results):
         items += '<span class="chip flaky" style="--c:#999;--t:#fff">flaky</span>'
     if any(len(f.cells) < len(grid.rows) * len(grid.columns) for f in grid.facets):
@@ -263,7 +270,7 @@ def _cell(
 ) -> str:
     result = results[index]
     key = colour_key(result)
-    bg, fg = palette.colours[key]
+    bg, fg = palette.of(result)
     mark = marks.get(result.cell.cell_id)
     kind = mark["kind"] if mark else ""
     classes = " ".join(c for c in ("cell", "flaky" if result.flaky else "", f"m-{kind}" if kind else "") if c)
@@ -271,6 +278,8 @@ def _cell(
     sub = result.phase.value if result.phase and result.status is not None and key != "pass" else ""
     if key == "pass" and result.ready_s is not None:
         sub = f"ready {result.ready_s:.1f} s"
+    if isinstance(palette, SpeedPalette):
+        sub = palette.sub(result) or sub
     tip = f"{result.cell.label}\n{status_text(result)}: {root_cause_excerpt(result, 200)}".strip()
     badge = f'<span class="badge">{escape(_MARK_TEXT[kind])}</span>' if kind else ""
     return (

@@ -10,6 +10,8 @@ from typing import Any
 from orchestrator.model import ProbeOutcome, Status
 from orchestrator.probe.speed import not_measured
 from orchestrator.report import speed_view
+from orchestrator.report.html import render_html
+from orchestrator.report.speed_colours import speed_palette
 from orchestrator.report.table import render
 from orchestrator.store.results import CellResult, aggregate
 from tests.store.test_records import make_cell, make_run, make_sweep, make_verdict
@@ -99,3 +101,15 @@ def test_no_best_cell_says_why() -> None:
 def test_a_close_runner_up_is_said_to_be_within_the_noise() -> None:
     close = [passing("triton", speed(990.0, 970.0, 1005.0)), passing("fa3", speed(1000.0, 980.0, 1010.0))]
     assert "within the noise of this one" in speed_view.best_text(close, SWEEP)
+
+
+def test_the_heat_map_can_colour_passing_cells_by_speed() -> None:
+    page = render_html(SWEEP, results(), colour="speed")
+    palette = speed_palette(results())
+    fastest, slowest = palette.of(results()[2]), palette.of(results()[0])
+    assert fastest == ("#005a32", "#ffffff") and slowest[0] == "#e5f5e0"
+    assert palette.of(results()[1]) == palette.colours["nan_in_probs"]  # failures keep their verdict's colour
+    assert palette.of(results()[3]) == palette.colours["pass"]  # passed, but no valid speed
+    assert "slowest 800 tok/s" in page and "fastest 1000 tok/s" in page and ">1000 tok/s<" in page
+    assert f"--c:{fastest[0]}" in page
+    assert "tok/s" not in render_html(SWEEP, results())  # the verdict colours stay the default
