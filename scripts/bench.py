@@ -19,6 +19,7 @@ from typing import Any
 
 import bench_adaptive
 import bench_cli
+import bench_load
 import bench_pool
 import bench_report as report
 import bench_stall
@@ -56,8 +57,9 @@ ALL_GPUS = "0,1,2,3,4,5,6,7"
 
 
 def matrix(name: str, flags: dict[str, Any], axes: dict[str, list[Any]]) -> dict[str, Any]:
-    """A matrix file's content."""
-    return {"name": name, "host": "bench", "flags": {"model-path": MODEL, **flags}, "matrix": axes, "probes": PROBES}
+    """A matrix file's content (no speed load: these figures time the launch path, as the baseline's do)."""
+    return {"name": name, "host": "bench", "flags": {"model-path": MODEL, **flags}, "matrix": axes, "probes": PROBES,
+            "load": "off"}  # fmt: skip
 
 
 def measure_ours(env: BenchEnv, repeat: int) -> report.Ours:
@@ -220,6 +222,8 @@ def main() -> int:
     for key, value in bench_adaptive.adaptive_cells().items():
         print(f"{key}: {value}")
     for name, text in bench_stall.measure().items():
+        print(f"{name}: {text}")
+    for name, text in bench_load.measure().items():
         print(f"{name}: {text}")
     report.progress(f"bench done in {time.time() - began:.0f}s (load average now {os.getloadavg()[0]:.1f})")
     return 0

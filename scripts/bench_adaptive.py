@@ -63,7 +63,7 @@ def one(root: Path, seed: int) -> dict[str, Any]:
         {"when": pair, "fail": PAIR_FAULT}, {"when": single, "fail": SINGLE_FAULT}]}  # fmt: skip
     (root / "scenario.yaml").write_text(yaml.safe_dump(scenario))
     matrix = {"name": f"bench-adaptive-{seed}", "flags": {"model-path": "/models/bench", "tp-size": 1},
-              "matrix": AXES, "probes": {"settle_s": 0}}  # fmt: skip
+              "matrix": AXES, "probes": {"settle_s": 0}, "load": "off"}  # fmt: skip
     (root / "matrix.yaml").write_text(yaml.safe_dump(matrix, sort_keys=False))
     deadlines = {"ready": "20s", "probe": "10s", "stop_grace": "2s", "gpu_release": "5s"}
     host = {"transport": "sim", "scenario": str(root / "scenario.yaml"), "gpus": 8, "workdir": str(root / "work"),

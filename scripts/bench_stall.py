@@ -80,7 +80,7 @@ def _sweep(root: Path, rule: dict[str, object]) -> tuple[list[dict[str, object]]
     matrix = write_matrix(
         root / "matrix.yaml", name="stall", flags={"model-path": "/models/m", "tp-size": 1, "attention-backend": "fa3"},
         matrix={"mem-fraction-static": [0.7, 0.75, 0.8]}, stall={"model_load": f"{STALL_S:g}s"},
-        deadlines={"model_load": "120s", "ready": "180s"}, probes={"settle_s": 0.1},
+        deadlines={"model_load": "120s", "ready": "180s"}, probes={"settle_s": 0.1}, load="off",
     )  # fmt: skip
     stop = threading.Event()
     seen: dict[str, dict[str, float]] = {}
