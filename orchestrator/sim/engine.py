@@ -179,7 +179,7 @@ class Engine:
             seed=request.seed,
             garbage=self._garbage(greedy, external),
             drift=self._spoiled(self.plan.drift, greedy, external),
-            ignore_eos=request.ignore_eos,
+            ignore_eos=request.ignore_eos and self.plan.honours_ignore_eos,
         )
         prompt_tokens = answers.count_tokens(request.prompt)
         self.log.info(

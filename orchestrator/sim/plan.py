@@ -58,6 +58,7 @@ class LaunchPlan:
     """Output tokens/s of the whole server (`perf:` times the matching rules' factors); None: no `perf:`."""
     noise: float = 0.0
     noise_seed: int = 0
+    honours_ignore_eos: bool = True
     """Seeds the speed's draw for each burst of requests: the same flags draw the same sequence every launch."""
 
     @property
@@ -158,7 +159,7 @@ def _with_speed(
     # Where it listens and which GPUs it got change every launch; the speed's draws stay those of its flags.
     flags = sorted((k, v) for k, v in given.items() if k not in _PLACEMENT_FLAGS)
     seed = zlib.crc32(repr((perf.seed, flags)).encode())
-    return replace(plan, tok_s=tok_s, noise=perf.noise, noise_seed=seed)
+    return replace(plan, tok_s=tok_s, noise=perf.noise, noise_seed=seed, honours_ignore_eos=perf.ignore_eos)
 
 
 def _failure(spec: FailSpec, index: int, launch_number: int, resolved: Mapping[str, str]) -> Failure | None:

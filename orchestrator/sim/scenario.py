@@ -164,6 +164,12 @@ class Rule(_Record):
     override: OverrideSpec | None = checked(optional(record_of(OverrideSpec)), None)
 
 
+def _boolean(value: Any, loc: Any, problems: Any) -> bool:
+    if not isinstance(value, bool):
+        raise Bad("Input should be a valid boolean (true or false)")
+    return value
+
+
 @dataclass(frozen=True, kw_only=True)
 class PerfRule(_Record):
     """Launches matching `when` serve `factor` times as fast (every matching rule multiplies)."""
@@ -184,6 +190,9 @@ class Perf(_Record):
     """Relative spread of the speed between bursts of requests (a repeat of a load), seeded per launch's flags."""
     seed: int = checked(integer(), 0)
     rules: list[PerfRule] = checked(list_of(record_of(PerfRule)), factory=list)
+    ignore_eos: bool = checked(_boolean, True)
+    """Whether the server honours a request's `ignore_eos` (false: answers end at their end of sequence, short of
+    `max_tokens`, as a server that does not know the key)."""
 
 
 @dataclass(frozen=True, kw_only=True)

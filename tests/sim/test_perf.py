@@ -68,3 +68,14 @@ def test_ignore_eos_generates_exactly_the_tokens_asked() -> None:
         assert "Paris" in answer.text
     short = answers.generate("The capital city of France is", max_new_tokens=128, temperature=0, seed=1, garbage=False)
     assert short.completion_tokens < 128 and short.finish == "stop"
+
+
+def test_a_server_that_does_not_know_ignore_eos_can_be_simulated(tmp_path: Path) -> None:
+    scenario = Scenario.from_data({"version": "0.5.9", "perf": {"tok_s": 100, "ignore_eos": False}})
+    assert make_plan(scenario, {}, launch_number=1).honours_ignore_eos is False
+    assert make_plan(Scenario.from_data(PERF), {}, launch_number=1).honours_ignore_eos is True
+    path = tmp_path / "s.yaml"
+    path.write_text("version: 0.5.9\nperf: {tok_s: 10, ignore_eos: sometimes}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_scenario(path)
+    assert "valid boolean" in str(getattr(caught.value, "errors", [caught.value])[0])
