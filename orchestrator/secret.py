@@ -9,7 +9,9 @@ it is the value of one of those for the launch at hand (then it is masked wherev
 Names: split at `_` and `-`; a name is secret when its last part is token, secret, password,
 passwd, passphrase, credential(s), key or apikey, or any part is `secret`. So `HF_TOKEN`,
 `OPENAI_API_KEY`, `SSH_KEY`, `api-key`, `AWS_SECRET_ACCESS_KEY` are; `MAX_TOKENS`,
-`max_new_tokens`, `skip-tokenizer-init`, `TOKENIZERS_PARALLELISM` are not.
+`max_new_tokens`, `skip-tokenizer-init`, `TOKENIZERS_PARALLELISM` are not. A `token` that a word
+before it makes a count or a vocabulary entry is a text token, not a credential: SGLang's
+`#new-token: 896`, `#cached-token: 0`, `#pending-token: 55747` and a tokenizer's `eos_token` are not.
 """
 
 from __future__ import annotations
@@ -24,13 +26,27 @@ MIN_MASKED_VALUE = 4
 
 _LAST = frozenset({"token", "secret", "password", "passwd", "passphrase", "credential", "credentials", "key", "apikey"})
 _PARTS = re.compile(r"[_\-]+")
+_TEXT_TOKEN = frozenset(
+    {
+        # how many tokens: the counters of serving logs (SGLang's `#new-token: 896`, `#cached-token: 0`)
+        "new", "cached", "pending", "input", "output", "prompt", "completion", "generated", "total", "num",
+        "max", "min", "prefill", "decode", "extend", "draft", "accepted", "running", "queued", "per",
+        # which token: a tokenizer's vocabulary entries (`eos_token: </s>`)
+        "bos", "eos", "pad", "unk", "sep", "cls", "mask", "special", "image", "video", "audio", "stop",
+    }
+)  # fmt: skip
+"""Words that, right before a last part `token`, make it a token of text rather than a credential."""
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def is_secret_name(name: str) -> bool:
     """Whether a variable, flag or key name holds a secret by its name (`HF_TOKEN`, `api-key`)."""
-    parts = [p for p in _PARTS.split(name.strip("-").lower()) if p]
-    return bool(parts) and (parts[-1] in _LAST or "secret" in parts)
+    parts = [p for p in _PARTS.split(name.strip("-#").lower()) if p]
+    if "secret" in parts:
+        return True
+    if len(parts) >= 2 and parts[-1] == "token" and parts[-2] in _TEXT_TOKEN:
+        return False
+    return bool(parts) and parts[-1] in _LAST
 
 
 class SecretRef(str):
@@ -106,6 +122,9 @@ _KEEP = {MASK, "None", "null", "''", '""'}
 
 def _mask_match(match: re.Match[str]) -> str:
     value = match.group("value")
+    # The patterns find candidates; whether the name holds a secret is is_secret_name's decision alone.
+    if not is_secret_name(match.group("name")):
+        return match.group(0)
     # An empty or already-masked value and a reference such as ${HF_TOKEN} or {secret: X} reveal nothing.
     if value.strip("'\"") in _KEEP or value in _KEEP or value.lstrip("'\"").startswith(("$", "{")):
         return match.group(0)

@@ -21,6 +21,9 @@ from orchestrator.transport import shell
         ("GOOGLE_APPLICATION_CREDENTIALS", True),
         ("MAX_TOKENS", False), ("max_new_tokens", False), ("TOKENIZERS_PARALLELISM", False),
         ("skip-tokenizer-init", False), ("KEYBOARD", False), ("MONKEY", False), ("PATH", False),
+        # a count of tokens or a tokenizer's entry is text, not a credential; a token that opens something is
+        ("new-token", False), ("#cached-token", False), ("pending_token", False), ("eos_token", False),
+        ("access_token", True), ("refresh-token", True), ("auth_token", True), ("SECRET_NEW_TOKEN", True),
     ],
 )  # fmt: skip
 def test_one_rule_for_names_everywhere(name: str, secret: bool) -> None:
@@ -54,6 +57,18 @@ def test_the_masker_hides_known_values_anywhere_and_secret_assignments() -> None
         masker.text("ServerArgs(api_key='zzz', admin_api_key=None)") == "ServerArgs(api_key='***', admin_api_key=None)"
     )
     assert masker.line(b"x SSH_KEY=abc sk-live-123456") == b"x SSH_KEY=*** ***"
+
+
+def test_serving_counters_stay_verbatim_and_credentials_beside_them_do_not() -> None:
+    line = (
+        "[2026-05-28 03:00:06 TP0] Prefill batch, #new-seq: 1, #new-token: 896, #cached-token: 0, "
+        "#pending-token: 55747, token usage: 0.01, #running-req: 47"
+    )
+    assert scrub_text(line) == line
+    assert Masker().line(line.encode()) == line.encode() and Masker().text(line) == line
+    assert scrub_text("eos_token: </s> access_token: abc123 HF_TOKEN=hf_x") == (
+        "eos_token: </s> access_token: *** HF_TOKEN=***"
+    )
 
 
 def test_harvest_masks_server_args_before_anything_is_kept() -> None:
