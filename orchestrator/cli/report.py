@@ -8,13 +8,16 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from orchestrator.analysis.compare import Comparison
 from orchestrator.analysis.compare import compare as compare_views
 from orchestrator.analysis.explain import explain
+from orchestrator.analysis.inputs import SweepView
 from orchestrator.analysis.render import render_comparison, render_explanation
 from orchestrator.cli.common import check_output_file, echo, exits_on_error, open_store
 from orchestrator.cli.root import app
 from orchestrator.report.bugreport import render_bugreport
 from orchestrator.report.html import render_html
+from orchestrator.report.speed_view import speeds_of
 from orchestrator.report.table import render_md, table_json
 from orchestrator.report.views import sweep_view
 from orchestrator.store.records import SweepRecord
@@ -39,9 +42,9 @@ def markdown_report(
 ) -> str:
     """Why cells fail, what changed against the baseline, then the pass/fail table: one GitHub comment."""
     view = sweep_view(sweep, results)
-    parts = [render_explanation(explain(view), "md")]
+    parts = [render_explanation(explain(view, speeds=speeds_of(results)), "md")]
     if baseline is not None:
-        parts.append(render_comparison(compare_views(sweep_view(*baseline), view), "md"))
+        parts.append(render_comparison(_compared(baseline, view, results), "md"))
     # The table's own limit leaves out its closing "… N more cells" line: keep room for it.
     room = COMMENT_MAX - sum(len(part) + 1 for part in parts) - 200
     return "\n".join([*parts, render_md(results, sweep, max_chars=room)])
@@ -52,8 +55,14 @@ def json_report(
 ) -> dict[str, Any]:
     """`report --format json`: the table's JSON contract, the explanation and, with --compare, the comparison."""
     view = sweep_view(sweep, results)
-    compared = compare_views(sweep_view(*baseline), view).to_dict() if baseline is not None else None
-    return {"table": table_json(results, sweep), "explain": explain(view).to_dict(), "compare": compared}
+    compared = _compared(baseline, view, results).to_dict() if baseline is not None else None
+    explained = explain(view, speeds=speeds_of(results)).to_dict()
+    return {"table": table_json(results, sweep), "explain": explained, "compare": compared}
+
+
+def _compared(baseline: tuple[SweepRecord, list[CellResult]], view: SweepView, results: list[CellResult]) -> Comparison:
+    """The baseline against this sweep, speed regressions and improvements included."""
+    return compare_views(sweep_view(*baseline), view, speeds=(speeds_of(baseline[1]), speeds_of(results)))
 
 
 @app.command()

@@ -32,6 +32,7 @@ from orchestrator.report.heatmap import (
     palette_of,
 )
 from orchestrator.report.speed_colours import SpeedPalette, speed_palette
+from orchestrator.report.speed_view import speeds_of
 from orchestrator.report.table import axis_columns, root_cause_excerpt, status_text, summary_line
 from orchestrator.report.views import sweep_view
 from orchestrator.store.records import SweepRecord
@@ -79,8 +80,9 @@ def render_html(
     `colour="speed"`: the map's passing cells shaded by their output tokens/s (report/speed_colours.py).
     """
     view = sweep_view(sweep, results)
-    explanation = explain(view)
-    comparison = compare(sweep_view(*baseline), view) if baseline else None
+    explanation = explain(view, speeds=speeds_of(results))
+    speeds = (speeds_of(baseline[1]), speeds_of(results)) if baseline else None
+    comparison = compare(sweep_view(*baseline), view, speeds=speeds) if baseline else None
     axes = matrix_axes(sweep.matrix_yaml)
     allowed = list(axes) if axes else None
     beside = include_only(results, axes)
@@ -161,7 +163,15 @@ def _findings(explanation: Explanation, palette: Palette) -> str:
     if explanation.flaky:
         flaky = ", ".join(f"{c.label} ({c.passes}/{c.attempts} passed)" for c in explanation.flaky)
         parts.append(f'<p class="note">Flaky, left out of every group: {escape(flaky)}</p>')
-    return "".join(parts) + "</section>"
+    return "".join(parts) + _speed_effects(explanation) + "</section>"
+
+
+def _speed_effects(explanation: Explanation) -> str:
+    """The flag values that move output tok/s beyond the noise, as a list under the findings."""
+    if not explanation.speed_effects:
+        return ""
+    items = "".join(f"<li>{escape(effect.text)}</li>" for effect in explanation.speed_effects)
+    return f'<h3>What moves the speed</h3><ul class="speed">{items}</ul>'
 
 
 def _group(group: GroupReport, palette: Palette) -> str:
@@ -201,6 +211,11 @@ def _comparison(c: Comparison) -> str:
         for name, (before, after) in c.env_diff.items()
     )
     notes = "".join(f'<p class="note">{escape(note)}</p>' for note in c.notes)
+    notes += "".join(
+        f'<p class="note">speed: {escape(s.label)}: {s.before.median:.0f} → {s.after.median:.0f} output tok/s '
+        f"({s.change:+.1%}, beyond both sweeps' noise)</p>"
+        for s in (*c.speed_regressions, *c.speed_improvements)
+    )
     return (
         f'<section class="compare"><h2>Against baseline <span class="muted">{escape(c.before_id)}</span></h2>'
         f"<p>{counts} ({c.matched} cells matched). Marked on the cells below.</p>"

@@ -7,6 +7,7 @@ import io
 import json
 from typing import Any
 
+from orchestrator.cli.report import json_report, markdown_report
 from orchestrator.model import ProbeOutcome, Status
 from orchestrator.probe.speed import not_measured
 from orchestrator.report import speed_view
@@ -113,3 +114,21 @@ def test_the_heat_map_can_colour_passing_cells_by_speed() -> None:
     assert "slowest 800 tok/s" in page and "fastest 1000 tok/s" in page and ">1000 tok/s<" in page
     assert f"--c:{fastest[0]}" in page
     assert "tok/s" not in render_html(SWEEP, results())  # the verdict colours stay the default
+
+
+def _slower_fa3() -> list[CellResult]:
+    return [*results()[:2], passing("fa3", speed(880.0, 870.0, 890.0)), results()[3]]
+
+
+def test_the_reports_carry_speed_regressions_and_what_moves_the_speed() -> None:
+    before = make_sweep("s-20261201-000000-aaaa")
+    data = json_report(SWEEP, _slower_fa3(), (before, results()))
+    regressions = data["compare"]["speed_regressions"]
+    assert [r["cell_id"] for r in regressions] == ["c-fa3-fp8_e4m3"] and regressions[0]["change"] == -0.12
+    assert "speed_effects" in data["explain"]
+    assert "#### Speed, output tok/s" in markdown_report(SWEEP, _slower_fa3(), (before, results()))
+    page = render_html(SWEEP, _slower_fa3(), baseline=(before, results()))
+    assert "speed: attention-backend=fa3, kv-cache-dtype=fp8_e4m3: 1000 → 880 output tok/s (-12.0%" in page
+    assert "<li>attention-backend=fa3 is 25% faster than triton (1 of 1 matched pairs beyond the noise)</li>" in (
+        render_html(SWEEP, results())
+    )
