@@ -11,7 +11,8 @@ A relaunch of a 400B model costs minutes of GPU time, so it must be able to chan
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from orchestrator.model import Category, Status, Verdict
@@ -53,9 +54,14 @@ class RetryDecision:
     """Launches `retries:` alone would have spent on this cell that the class policy saves."""
 
 
-def decide(verdict: Verdict, attempt: int, policy: RetryPolicy, default: int) -> RetryDecision:
-    """After attempt number `attempt` ended with `verdict`: launch the cell again?"""
-    kind = retry_class(verdict)
+def decide(
+    verdict: Verdict, attempt: int, policy: RetryPolicy, default: int, *, hardware: bool = False
+) -> RetryDecision:
+    """After attempt number `attempt` ended with `verdict`: launch the cell again?
+
+    `hardware`: the run's GPUs reported a hardware fault, so the failure is the host's (transient), not the flags'.
+    """
+    kind = "transient" if hardware and retry_class(verdict) is not None else retry_class(verdict)
     if kind is None:
         return RetryDecision(False, "")
     allowed = policy.retries(kind, default)
@@ -85,3 +91,20 @@ def retry_reason(verdicts: Sequence[Verdict], policy: RetryPolicy, default: int)
             ).reason
         return ""
     return decide(last, len(verdicts), policy, default).reason
+
+
+HARDWARE_FAULT = re.compile(
+    r"\bXid\b|uncorrectable ECC|ECC error|fallen off the bus|fell off the bus|GPU is lost|"
+    r"NVRM:|GPU has fallen|Unable to determine the device handle",
+    re.IGNORECASE,
+)
+"""What a GPU that is failing says (a driver Xid, ECC errors, a GPU lost from the bus): not the flags' doing."""
+
+
+def hardware_fault(texts: Iterable[str | None]) -> str | None:
+    """The first line among `texts` that says the GPU hardware failed, if any."""
+    for text in texts:
+        for line in (text or "").splitlines():
+            if HARDWARE_FAULT.search(line):
+                return line.strip()
+    return None

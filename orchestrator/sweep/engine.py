@@ -17,31 +17,28 @@ from dataclasses import replace
 from typing import Any
 
 from orchestrator.config.model import HostConfig, Matrix
-from orchestrator.errors import OrchestratorError, TransportError
+from orchestrator.errors import OrchestratorError
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.cost import Estimate, Strategy, default_strategy
 from orchestrator.matrix.expand import expand
 from orchestrator.model import Cell
 from orchestrator.store.records import SweepRecord, new_sweep_id
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep.agreement import review_answers
 from orchestrator.sweep.costing import LaunchCost, plan_estimate
-from orchestrator.sweep.hostdown import HostWatch
 from orchestrator.sweep.interrupt import Interrupts, SweepInterrupted
 from orchestrator.sweep.known_bad import Proof
-from orchestrator.sweep.lanes import Lane, LaneRun, Member, each, join_hosts, laned, run_lanes
+from orchestrator.sweep.lanes import Lane, Member, each, join_hosts, laned
 from orchestrator.sweep.options import SweepHooks, SweepOptions, SweepOutcome, check_launch_secrets, sweep_settings
-from orchestrator.sweep.plan_steps import Launcher, adapt, adaptive_budget, proofs_for
-from orchestrator.sweep.preflight import Preflight, install_changes, run_preflight
+from orchestrator.sweep.plan_steps import adaptive_budget, proofs_for
+from orchestrator.sweep.preflight import Preflight, run_preflight
 from orchestrator.sweep.recover import (
     finished_runs,
     jobs_left,
     our_pgids,
-    reap_orphans,
     record_invalid,
-    settle_in_flight,
 )
-from orchestrator.sweep.scheduler import EventSink, Job, Scheduler
+from orchestrator.sweep.scheduler import EventSink
+from orchestrator.sweep.stages import finish, refuse_changed_install, rejoin, run
 from orchestrator.sweep.strategy import starting_cells
 from orchestrator.transport import HostBreaker
 
@@ -128,8 +125,8 @@ def _start(
         for lane in lanes:
             for plan in starts[lane.name].invalid:
                 record_invalid(store, sweep_id, lane.first.name, plan)
-        stopped, saved = _run(store, sweep_id, matrix, options, hooks, lanes, proofs, starts, budget)
-        return _finish(store, sweep_id, options, members, stopped, saved)
+        stopped, saved = run(store, sweep_id, matrix, options, hooks, lanes, proofs, starts, budget)
+        return finish(store, sweep_id, options, members, stopped, saved)
     finally:
         for member in members:
             member.leave()
@@ -161,7 +158,7 @@ def _resume(
     try:
         store.reopen_sweep(sweep_id)
         hooks.on_start(sweep_id)
-        each(members, lambda m: _rejoin(store, m, sweep_id, matrix, options, hooks))
+        each(members, lambda m: rejoin(store, m, sweep_id, matrix, options, hooks))
         ready = [m for m in members if m.session is not None and m.error is None]
         if not ready:
             raise next(m.error for m in members if m.error is not None)
@@ -189,7 +186,7 @@ def _resume(
             full = run_preflight(first.session, everything, our_pgids=our_pgids(store, sweep_id, first.name))
             keep = ids | {c.cell_id for c in fill}
             if len(recorded) == 1:
-                _refuse_changed_install(record, first.name, full)
+                refuse_changed_install(record, first.name, full)
             lane = Lane(name, ("", "", ""), lane_members, preflight=full)
             preflight = replace(full, plans=[p for p in full.plans if p.cell.cell_id in keep])
             proofs[name] = proofs_for(store, first.name, full, options.retry_known_bad, sweep_id)
@@ -229,119 +226,11 @@ def _resume(
         if budget is not None and budget != record.settings.get("budget"):
             store.update_sweep_settings(sweep_id, {"budget": budget})
         hooks.on_plan(_joined_plans(list(starts.values())))
-        stopped, saved = _run(store, sweep_id, matrix, options, hooks, lanes, proofs, starts, budget, resumed=True)
-        return _finish(store, sweep_id, options, members, stopped, saved)
+        stopped, saved = run(store, sweep_id, matrix, options, hooks, lanes, proofs, starts, budget, resumed=True)
+        return finish(store, sweep_id, options, members, stopped, saved)
     finally:
         for member in members:
             member.leave()
-
-
-def _rejoin(
-    store: Store, member: Member, sweep_id: str, matrix: Matrix, options: SweepOptions, hooks: SweepHooks
-) -> None:
-    """Connect, take the lock again, and settle this host's runs that were in flight (re-attach or abandon)."""
-    try:
-        session = member.hold(sweep_id)
-        settle_in_flight(
-            store, session, member.open_session, sweep_id, options.settings, hooks.on_reattach, hooks.on_event,
-            host=member.name, matrix=matrix,
-        )  # fmt: skip
-        # Before preflight, whose check for foreign GPU holders would take these for strangers'.
-        reap_orphans(store, session, sweep_id, options.settings.deadlines.stop_grace, host=member.name)
-    except OrchestratorError as exc:
-        member.error = exc
-        hooks.on_host(member.name, f"host {member.name} left out of the resumed sweep: {exc}")
-        member.leave()
-
-
-def _run(
-    store: Store,
-    sweep_id: str,
-    matrix: Matrix,
-    options: SweepOptions,
-    hooks: SweepHooks,
-    lanes: list[Lane],
-    proofs: dict[str, dict[str, Proof]],
-    starts: dict[str, Preflight],
-    budget: int | None,
-    *,
-    resumed: bool = False,
-) -> tuple[bool, int]:
-    """Run the first cells of every lane together, then (adaptive) each lane's localisation.
-
-    Returns whether an infra verdict stopped the sweep, and the launches the retry policy saved.
-    """
-    made: list[Scheduler] = []
-
-    def scheduler(member: Member, pooled: bool, watch: HostWatch) -> Scheduler:
-        assert member.session is not None
-        session = member.session
-        made.append(Scheduler(
-            store, lambda: session.for_worker(member.breaker), session, sweep_id, options.settings, options.retries,
-            packed=options.packed, matrix=matrix, on_event=hooks.on_event, on_result=hooks.on_result,
-            stop_on_infra=options.on_infra == "stop", watch=watch, shared=pooled, max_queued=options.max_queued,
-            retry=options.retry,
-        ))  # fmt: skip
-        return made[-1]
-
-    lane_run = LaneRun(store, sweep_id, scheduler, options.wait_for_host_s, hooks.on_host, hooks.on_result)
-
-    def launcher(lane: Lane, *, now: bool) -> Launcher:
-        def queue(jobs: list[Job]) -> bool:
-            lane.queue.extend(jobs)
-            return run_lanes(lane_run, [lane]) if now else False
-
-        return Launcher(store, sweep_id, lane.first.name, hooks.on_result, proofs[lane.name], queue)
-
-    for lane in lanes:
-        jobs = [Job(p, 1) for p in starts[lane.name].valid]
-        if resumed:
-            jobs = jobs_left(store, sweep_id, starts[lane.name], options.retries, options.retry)
-        launcher(lane, now=False)(jobs)
-    stopped = run_lanes(lane_run, lanes)
-    if options.strategy == "adaptive" and budget is not None:
-        for lane in lanes:
-            if stopped or lane.preflight is None:
-                break
-            run = launcher(lane, now=True)
-            stopped = adapt(store, sweep_id, matrix.retries, lane.preflight, budget, run, hooks.on_grow)
-    return stopped, sum(s.saved for s in made)
-
-
-def _refuse_changed_install(record: SweepRecord, host: str, now: Preflight) -> None:
-    """A resume on another install than the sweep's would mix two installs' verdicts under one label."""
-    changes = install_changes(record.versions, now.versions)
-    if changes:
-        raise OrchestratorError(
-            f"the SGLang install on {host} changed since sweep {record.sweep_id} started "
-            f"({'; '.join(map(str, changes))}): finishing it there would mix two installs' verdicts in one table "
-            f"(fix: start a new sweep of {record.matrix_path or 'the matrix'} on this install; then "
-            f"`orchestrator compare {record.sweep_id} NEW` shows what the change did)"
-        )
-
-
-def _finish(
-    store: Store, sweep_id: str, options: SweepOptions, members: list[Member], stopped: bool, saved: int
-) -> SweepOutcome:
-    outcome = SweepOutcome(sweep_id, saved_launches=saved)
-    for member in members:
-        if member.session is None:
-            continue
-        try:
-            # A launch whose stop failed (host unreachable at the time) must not outlive the sweep.
-            reap_orphans(store, member.session, sweep_id, options.settings.deadlines.stop_grace, host=member.name)
-        except TransportError as exc:
-            if member.breaker.tripped is None:
-                raise
-            outcome.unchecked[member.name] = str(exc)
-    for member in members:
-        trip = member.breaker.tripped
-        if trip is not None and member.name not in outcome.unchecked:
-            outcome.unchecked[member.name] = f"down since the sweep ran: {trip.reason}"
-    # Only across the whole sweep does an answer that reads well show as wrong: it disagrees with the rest.
-    review_answers(store, sweep_id, options.settings.probes)
-    store.finish_sweep(sweep_id, "interrupted" if stopped else "done", time.time())
-    return outcome
 
 
 def _estimate(

@@ -21,6 +21,7 @@ from orchestrator.errors import TransportError
 from orchestrator.host.facts import GpuHolder, NoGpuReading
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status, Verdict
+from orchestrator.retries import decide, hardware_fault, retry_class
 from orchestrator.settings import RetryPolicy
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched, run_attempt
@@ -28,7 +29,7 @@ from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.hostdown import HostWatch
 from orchestrator.sweep.plan import CellPlan, GpuPool
 from orchestrator.sweep.preflight import describe_holders
-from orchestrator.retries import decide
+from orchestrator.sweep.suspects import Suspects
 
 EventSink = Callable[[Cell, str, Phase | None], None]
 VERIFIED_FRESH_S = 0.5
@@ -65,6 +66,7 @@ class Scheduler:
         shared: bool = False,
         max_queued: int | None = None,
         retry: RetryPolicy | None = None,
+        suspects: Suspects | None = None,
     ):
         self.store = store
         self.open_session = open_session
@@ -76,6 +78,8 @@ class Scheduler:
         """Retries by failure class (sweep/retry.py); `retries` is the default of a class it leaves open."""
         self.saved = 0
         """Launches `retries` alone would have spent that the class policy did not (deterministic failures)."""
+        self.suspects = suspects or Suspects([main.config.name])
+        """Hosts whose failures do not follow the flags, shared by the schedulers of a pool."""
         self.packed = packed
         self.matrix = matrix
         self.on_event = on_event
@@ -123,6 +127,9 @@ class Scheduler:
                                 self._refuse_host_down(pending, self.watch)
                             elif not in_flight:
                                 break  # the pool's other hosts run what is left
+                        elif self.suspects.avoid(self.main.config.name):
+                            if not in_flight:
+                                break  # a suspect host: the other hosts of the pool run what is left
                         else:
                             self._start_fitting(pending, in_flight, ports, executor, width)
                         if not in_flight:
@@ -235,13 +242,39 @@ class Scheduler:
             self.pool.give_back(result.slot.gpus)
         if self.on_result:
             self.on_result(result)
-        decision = decide(result.verdict, job.attempt, self.retry, self.retries)
+        fault = self._hardware_fault(result)
+        host = self.main.config.name
+        if fault is not None:
+            self.suspects.mark(host, f"its GPUs report a hardware fault: {fault}")
+        elif result.verdict.status is Status.PASS and job.attempt > 1:
+            for other in self._failed_elsewhere(result):
+                label = result.cell.label or result.cell.cell_id
+                self.suspects.mark(other, f"{label} failed there and passes on {host}")
+        decision = decide(result.verdict, job.attempt, self.retry, self.retries, hardware=fault is not None)
         self.saved += decision.saved
         if decision.again:
             # Put back first in line; it starts once its GPUs are free again (a GPU-free check before any launch).
             pending.appendleft(Job(job.plan, job.attempt + 1))
         elif result.verdict.status is Status.INFRA and self.stop_on_infra and self.stopped is None:
             self.stopped = result
+
+    def _hardware_fault(self, result: AttemptResult) -> str | None:
+        """The line of a failed run that says its GPU hardware failed (driver Xid, ECC, a GPU lost)."""
+        if result.verdict.status not in (Status.FAIL, Status.INFRA):
+            return None
+        evidence = self.store.get_run(result.run_id).evidence or {}
+        said = [str(e.get("text") if isinstance(e, dict) else e) for k in ("errors", "cuda_errors") for e in
+                evidence.get(k, [])]  # fmt: skip
+        return hardware_fault([result.verdict.root_cause_line, result.verdict.reason, *said])
+
+    def _failed_elsewhere(self, result: AttemptResult) -> list[str]:
+        """Hosts where this cell failed (not deterministically) before it passed here: their failures are theirs."""
+        host = self.main.config.name
+        return sorted({
+            r.host for r in self.store.runs(self.sweep_id)
+            if r.cell_id == result.cell.cell_id and r.host != host and r.verdict is not None
+            and r.verdict.status is Status.FAIL and retry_class(r.verdict) != "deterministic"
+        })  # fmt: skip
 
     def _skip(self, pending: deque[Job], cause: AttemptResult) -> None:
         """Record every cell still waiting as skipped, naming the infra failure that stopped the sweep."""

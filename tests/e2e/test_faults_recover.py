@@ -19,7 +19,7 @@ from orchestrator.errors import TransportError
 from orchestrator.host.launcher import Launch, Launcher, Stopped
 from orchestrator.store.records import RunRecord
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep import engine, recover
+from orchestrator.sweep import engine, recover, stages
 from orchestrator.sweep.engine import SweepHooks, SweepOptions, run_sweep
 from orchestrator.sweep.execute import RunSettings
 from tests.fault_harness import EXPECTED, FaultHost, sweep_in_process
@@ -128,7 +128,7 @@ def test_orphans_of_a_dead_orchestrator_are_reaped_as_ours_before_preflight(
     host: FaultHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _stop_fails_for(("flashinfer", "bf16"), monkeypatch)
-    monkeypatch.setattr(engine, "reap_orphans", _die_once(recover.reap_orphans))
+    monkeypatch.setattr(stages, "reap_orphans", _die_once(recover.reap_orphans))
     with pytest.raises(Died):  # dies at the end, before it could end the server it failed to stop
         sweep_in_process(host)
     (orphan,) = [r for r in _runs(host) if r.verdict and r.verdict.status.value == "infra"]
@@ -141,7 +141,7 @@ def test_orphans_of_a_dead_orchestrator_are_reaped_as_ours_before_preflight(
         reaped.extend(real_reap(*args, **kwargs))
         return reaped
 
-    monkeypatch.setattr(engine, "reap_orphans", recording_reap)
+    monkeypatch.setattr(stages, "reap_orphans", recording_reap)
     _resume(host)
     assert reaped == [orphan.pgid]
     assert host.table()[PASSING][0] == "infra"
