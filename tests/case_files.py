@@ -23,9 +23,9 @@ from orchestrator.host.session import HostSession
 from orchestrator.matrix.expand import expand
 from orchestrator.matrix.helptext import parse_help, version_of_capture
 from orchestrator.model import FlagList, FlagValue
+from orchestrator.planning.cells import plan_cell
 from orchestrator.secret import SecretRef
 from orchestrator.sweep.cell_run import Slot, build_spec
-from orchestrator.sweep.plan import plan_cell
 from orchestrator.transport.launch import LaunchRequest
 from orchestrator.transport.local import LocalTransport
 from tests.paths import CASES, SGLANG_CAPTURES

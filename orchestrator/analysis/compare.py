@@ -114,6 +114,8 @@ class Comparison:
     speed_regressions: tuple[SpeedChange, ...] = ()
     """Cells passing on both sides whose output tokens/s dropped beyond both sweeps' noise bands."""
     speed_improvements: tuple[SpeedChange, ...] = ()
+    drift_changes: tuple[dict[str, Any], ...] = ()
+    """Cells whose server changed a flag at start on one side and not (or otherwise) on the other."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of `orchestrator compare --format json`."""
@@ -132,6 +134,7 @@ class Comparison:
             "notes": list(self.notes),
             "speed_regressions": [s.to_dict() for s in self.speed_regressions],
             "speed_improvements": [s.to_dict() for s in self.speed_improvements],
+            "drift_changes": list(self.drift_changes),
         }
 
 
@@ -183,8 +186,33 @@ def compare(
         speed_improvements=faster,
         env_diff=env_diff(a, b),
         matched=len(pairs),
-        notes=_unmatched_hint(a, b, only_a, only_b),
+        notes=(*_unmatched_hint(a, b, only_a, only_b), *_drift_notes(pairs, a.sweep_id, b.sweep_id)),
+        drift_changes=tuple(
+            {"cell_id": after.cell_id, "label": after.label, "before": _drift_dict(before), "after": _drift_dict(after)}
+            for before, after in pairs
+            if before.drift != after.drift
+        ),
     )
+
+
+def _drift_dict(cell: CellOutcome) -> dict[str, dict[str, str]]:
+    return {flag: {"asked": asked, "used": used} for flag, (asked, used) in cell.drift.items()}
+
+
+def _drift_notes(pairs: Iterable[tuple[CellOutcome, CellOutcome]], a: str, b: str) -> list[str]:
+    """A flag the server changed on one side only: the two verdicts are not of the same configuration."""
+    notes = []
+    for before, after in pairs:
+        for flag in sorted(set(before.drift) | set(after.drift)):
+            was, now = before.drift.get(flag), after.drift.get(flag)
+            if was == now:
+                continue
+            notes.append(f"drift: {after.label}: --{flag} {_ran(was, a)}, {_ran(now, b)}")
+    return notes
+
+
+def _ran(seen: tuple[str, str] | None, sweep: str) -> str:
+    return f"ran {seen[1]} (asked {seen[0]}) in {sweep}" if seen else f"ran as asked in {sweep}"
 
 
 def compare_installs(

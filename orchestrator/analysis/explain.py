@@ -34,7 +34,7 @@ from orchestrator.analysis.predicates import (
 from orchestrator.analysis.speed import SpeedEffect, Speeds, speed_effects
 from orchestrator.matrix.flags import canonical_name
 from orchestrator.model import Category, FlagValue, Phase, Status
-from orchestrator.sweep.localise import cause_text
+from orchestrator.planning.localise import cause_text
 
 MIN_LISTED = 0.5
 """Below this separation a predicate is as much noise as signal, so it is not listed."""
@@ -188,7 +188,8 @@ def group_of(cell: CellOutcome) -> str:
 
 
 def _row(cell: CellOutcome, dimensions: tuple[bool, bool], host: str | None = None) -> Row:
-    values: dict[str, FlagValue] = dict(cell.canonical_flags)
+    # Weighed by what ran: a failure is never put down to a flag value the server replaced at start.
+    values: dict[str, FlagValue] = dict(cell.ran_flags)
     if dimensions[0]:
         values[INSTALL] = cell.install
     label = cell.label
@@ -225,6 +226,15 @@ def _report(
         notes.append(
             f"{len(flaky_here)} flaky cell(s) of this category (failed some attempts, passed others) are left "
             f"out of both sides: {', '.join(c.label for c in flaky_here)}"
+        )
+    drifted = [c for c in cells if c.drift]
+    if drifted:
+        changed = "; ".join(
+            f"{c.label}: " + ", ".join(f"--{f} asked {a}, ran {u}" for f, (a, u) in c.drift.items()) for c in drifted
+        )
+        notes.append(
+            f"{len(drifted)} failing cell(s) ran with flags the server changed at start (drift), and are weighed by "
+            f"what ran, not what was asked: {changed}"
         )
     findings = tuple(_finding(category, s) for s in ranked)
     return GroupReport(category, tuple(c.cell_id for c in cells), len(passes), findings, tuple(notes))

@@ -15,7 +15,7 @@ from itertools import combinations
 from orchestrator.analysis.inputs import CellOutcome, SweepView
 from orchestrator.matrix.flags import canonical_name
 from orchestrator.model import FlagValue, Status
-from orchestrator.sweep.localise import PASS, Cause, Observed, cause_text, confirmed, unexplained
+from orchestrator.planning.localise import PASS, Cause, Observed, cause_text, confirmed, unexplained
 
 INSTALL = "install"
 STOPS = {

@@ -32,6 +32,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.host.launcher import LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Status, Verdict
+from orchestrator.planning.cells import flag_secrets
 from orchestrator.report.repro import ReproLaunch, render_repro_script, repro_launch, run_settings
 from orchestrator.settings import Stall
 from orchestrator.store.records import RunRecord, SweepRecord, new_run_id, new_sweep_id
@@ -41,7 +42,6 @@ from orchestrator.sweep.cell_run import launch_attempt
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.interrupt import Interrupts, SweepInterrupted, report_lines
 from orchestrator.sweep.lanes import Member
-from orchestrator.sweep.plan import flag_secrets
 from orchestrator.sweep.preflight import run_preflight
 from orchestrator.transport import HostBreaker
 

@@ -11,10 +11,10 @@ from rich.console import Console
 from rich.prompt import Confirm
 
 from orchestrator.model import Status
+from orchestrator.planning.known_bad import KNOWN_BAD_PREFIX
 from orchestrator.store.records import SweepRecord
 from orchestrator.store.results import CellResult
 from orchestrator.sweep.adaptive import STOP_TEXT
-from orchestrator.sweep.known_bad import KNOWN_BAD_PREFIX
 
 if TYPE_CHECKING:  # `table` prints not_run_lines: it must not load the preflight machinery costing needs
     from orchestrator.sweep.costing import LaunchCost

@@ -27,9 +27,9 @@ from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help, version_of_capture
 from orchestrator.matrix.shipped import shipped_grammar, shipped_versions
 from orchestrator.model import Cell
+from orchestrator.planning.cells import CellPlan, plan_cell, plan_cells
+from orchestrator.planning.strategy import cost_line
 from orchestrator.store import Store, default_db_path
-from orchestrator.sweep.plan import CellPlan, plan_cell, plan_cells
-from orchestrator.sweep.strategy import cost_line
 
 NOT_CHECKED = "not checked against a host"
 HOW_TO_CHECK = "pass --host H (its installed SGLang) or --against HELPFILE (a saved `--help`) to check the flags"

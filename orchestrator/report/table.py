@@ -90,9 +90,27 @@ def status_text(result: CellResult) -> str:
     """The status as the human tables show it."""
     if result.status is None:
         return "unfinished" if result.unfinished_run_id else "not run"
+    # `*`: the server ran some flag otherwise than asked (footnote under the table): not what the row claims.
+    mark = "*" if result.drift else ""
     if result.passes_on:
-        return f"{result.status.value} on {', '.join(result.fails_on)} (passes on {', '.join(result.passes_on)})"
-    return f"{result.status.value} (flaky)" if result.flaky else result.status.value
+        return (
+            f"{result.status.value}{mark} on {', '.join(result.fails_on)} (passes on {', '.join(result.passes_on)})"
+        )
+    return f"{result.status.value}{mark} (flaky)" if result.flaky else f"{result.status.value}{mark}"
+
+
+def drift_notes(results: Sequence[CellResult]) -> list[tuple[bool, str]]:
+    """The footnotes of `*` rows: (whether a flag under test, an axis, was changed, the note's text)."""
+    notes = []
+    for result in results:
+        for flag, seen in result.drift.items():
+            axis = flag in result.cell.axes
+            notes.append((axis, (
+                f"* {result.cell.label or result.cell.cell_id}: --{flag} asked {seen.get('asked')}, the server ran "
+                f"{seen.get('used')}" + (" (an axis under test: this row did not test it)" if axis else "")
+                + f"; {seen.get('evidence')}"
+            )))  # fmt: skip
+    return sorted(notes, key=lambda n: not n[0])
 
 
 def root_cause_excerpt(result: CellResult, limit: int | None = EXCERPT_CHARS) -> str:
@@ -169,6 +187,8 @@ def term_lines(
     layout = _grid(results).render(width, wrap=wide)
     lines = [Text(f"{sweep.name} · {sweep.sweep_id} on {sweep.host}", style="bold"), *layout.lines]
     lines.append(Text(summary_line(results)))
+    for axis, note in drift_notes(results):
+        lines.append(Text(("warning: " if axis else "") + note, style="bold yellow" if axis else "yellow"))
     if layout.cut:
         lines.append(Text(f"whole root causes: orchestrator table {sweep.sweep_id} --wide (or -f csv)", style="dim"))
     if "run" in layout.hidden:
@@ -222,6 +242,10 @@ def render_md(results: Sequence[CellResult], sweep: SweepRecord, max_chars: int 
             break
         lines.append(line)
         used += len(line) + 1
+    notes = drift_notes(results)
+    if notes:
+        lines.append("")
+        lines += [("**warning:** " if axis else "") + _md_text(note) for axis, note in notes]
     return "\n".join(lines) + "\n"
 
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from orchestrator.model import Status
+from orchestrator.planning.cells import CellPlan
+from orchestrator.planning.localise import PASS, Observed, cover_cells, next_cells, unexplained
+from orchestrator.planning.strategy import axis_values, cell_values
 from orchestrator.store.results import CellResult
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep.localise import PASS, Observed, cover_cells, next_cells, unexplained
-from orchestrator.sweep.plan import CellPlan
-from orchestrator.sweep.strategy import axis_values, cell_values
 
 ORIGIN_LOCALISE = "localise"
 Stop = Literal["explained", "budget", "stuck", "stopped"]

@@ -15,17 +15,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from orchestrator.classify.unlaunched import infra_verdict
-from orchestrator.config.model import HostConfig, Matrix, masked_env, resolve_env
+from orchestrator.config.hosts import resolve_host_env
+from orchestrator.config.model import HostConfig, Matrix, masked_env
 from orchestrator.errors import LaunchError, OrchestratorError, TransportError
 from orchestrator.host.facts import GpuHolder
 from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Verdict
+from orchestrator.planning.cells import CellPlan, flag_secrets, launch_argv
 from orchestrator.secret import MASK
 from orchestrator.store.records import RunRecord, new_run_id
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.execute import PhaseCallback, RunSettings, execute_run
-from orchestrator.sweep.plan import CellPlan, flag_secrets, launch_argv
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,8 @@ def launch_env(
 
     The one place a launch's secrets are decided: a new launch, a re-attached one and a repro all ask it.
     """
-    env = {**host.env_for(install), **(matrix_env.env if matrix_env else {})}
-    return resolve_env(env, environ, host.secrets)
+    # Through hosts.yaml's own lines: an unset secret variable is named with the file and line that reads it.
+    return resolve_host_env(host, {**host.env_for(install), **(matrix_env.env if matrix_env else {})}, environ)
 
 
 def build_spec(

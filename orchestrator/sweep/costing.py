@@ -14,11 +14,11 @@ from orchestrator.config.model import HostConfig
 from orchestrator.errors import OrchestratorError
 from orchestrator.matrix.cost import Estimate, Strategy, estimate
 from orchestrator.model import Cell, Status
+from orchestrator.planning.strategy import worst_case_s
 from orchestrator.settings import Deadlines
 from orchestrator.sim.scenario import load_scenario
 from orchestrator.store.records import PastRun
 from orchestrator.sweep.preflight import Preflight
-from orchestrator.sweep.strategy import worst_case_s
 
 SIM_OVERHEAD_S = 1.5
 """Probes, stop and GPU release of one simulated launch, beyond its scenario's startup phases."""

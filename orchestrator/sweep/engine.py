@@ -22,11 +22,12 @@ from orchestrator.host.session import HostSession
 from orchestrator.matrix.cost import Estimate, Strategy, default_strategy
 from orchestrator.matrix.expand import expand
 from orchestrator.model import Cell
+from orchestrator.planning.known_bad import Proof
+from orchestrator.planning.strategy import starting_cells
 from orchestrator.store.records import SweepRecord, new_sweep_id
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.costing import LaunchCost, plan_estimate
 from orchestrator.sweep.interrupt import Interrupts, SweepInterrupted
-from orchestrator.sweep.known_bad import Proof
 from orchestrator.sweep.lanes import Lane, Member, each, join_hosts, laned
 from orchestrator.sweep.options import SweepHooks, SweepOptions, SweepOutcome, check_launch_secrets, sweep_settings
 from orchestrator.sweep.plan_steps import adaptive_budget, proofs_for
@@ -39,7 +40,6 @@ from orchestrator.sweep.recover import (
 )
 from orchestrator.sweep.scheduler import EventSink
 from orchestrator.sweep.stages import finish, refuse_changed_install, rejoin, run
-from orchestrator.sweep.strategy import starting_cells
 from orchestrator.transport import HostBreaker
 
 

@@ -26,10 +26,10 @@ from orchestrator.host.lock import HostLock
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.expand import cell_id
 from orchestrator.model import Cell
+from orchestrator.planning.cells import CellPlan
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched
 from orchestrator.sweep.hostdown import Announce, HostWatch
-from orchestrator.sweep.plan import CellPlan
 from orchestrator.sweep.preflight import Preflight, run_preflight
 from orchestrator.sweep.scheduler import EventSink, Job, Scheduler
 from orchestrator.transport import HostBreaker

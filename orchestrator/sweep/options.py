@@ -10,13 +10,13 @@ from orchestrator.config.model import HostConfig, Matrix, OnInfra
 from orchestrator.errors import ConfigError, ConfigErrors
 from orchestrator.matrix.cost import Strategy
 from orchestrator.model import Cell
+from orchestrator.planning.cells import check_flag_secrets
 from orchestrator.settings import RetryPolicy
 from orchestrator.store.records import RunRecord
 from orchestrator.sweep.cell_run import AttemptResult, launch_env
 from orchestrator.sweep.costing import LaunchCost
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.hostdown import Announce
-from orchestrator.sweep.plan import check_flag_secrets
 from orchestrator.sweep.preflight import Preflight
 from orchestrator.sweep.scheduler import EventSink
 

@@ -13,16 +13,16 @@ from orchestrator.classify.unlaunched import known_bad_verdict
 from orchestrator.config.model import HostConfig
 from orchestrator.matrix.cost import Strategy, default_strategy
 from orchestrator.model import Cell
+from orchestrator.planning.cells import CellPlan
+from orchestrator.planning.known_bad import Proof, known_bad
+from orchestrator.planning.strategy import axis_values, default_budget, starting_cells
 from orchestrator.settings import Deadlines
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.adaptive import Space, localise_rounds
 from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched
 from orchestrator.sweep.costing import LaunchCost, launch_estimate
-from orchestrator.sweep.known_bad import Proof, known_bad
-from orchestrator.sweep.plan import CellPlan
 from orchestrator.sweep.preflight import Preflight
 from orchestrator.sweep.scheduler import Job
-from orchestrator.sweep.strategy import axis_values, default_budget, starting_cells
 
 RunJobs = Callable[[list[Job]], bool]
 """Runs jobs to their verdicts; True when an infra verdict stopped the sweep."""

@@ -30,8 +30,8 @@ from orchestrator.host.facts import (
 )
 from orchestrator.host.session import HostSession, python_for
 from orchestrator.model import Cell, Verdict
+from orchestrator.planning.cells import CellPlan, check_flag_secrets, plan_cells
 from orchestrator.settings import Deadlines
-from orchestrator.sweep.plan import CellPlan, check_flag_secrets, plan_cells
 from orchestrator.transport.shell import Raw, ShellCommand, quote
 
 

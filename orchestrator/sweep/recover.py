@@ -17,15 +17,15 @@ from orchestrator.config.model import Matrix
 from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status
+from orchestrator.planning.cells import CellPlan, flag_secrets
+from orchestrator.retries import retries_owed
 from orchestrator.secret import SecretRef
 from orchestrator.settings import RetryPolicy
 from orchestrator.store.records import UNFINISHED_STATES, RunRecord
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import launch_env, record_unlaunched, watch_attempt
 from orchestrator.sweep.execute import RunSettings
-from orchestrator.sweep.plan import CellPlan, flag_secrets
 from orchestrator.sweep.preflight import Preflight, invalid_verdict
-from orchestrator.retries import retries_owed
 from orchestrator.sweep.scheduler import Job
 from orchestrator.transport.shell import ShellCommand
 

@@ -21,13 +21,13 @@ from orchestrator.errors import TransportError
 from orchestrator.host.facts import GpuHolder, NoGpuReading
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status, Verdict
+from orchestrator.planning.cells import CellPlan, GpuPool
 from orchestrator.retries import decide, hardware_fault, retry_class
 from orchestrator.settings import RetryPolicy
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched, run_attempt
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.hostdown import HostWatch
-from orchestrator.sweep.plan import CellPlan, GpuPool
 from orchestrator.sweep.preflight import describe_holders
 from orchestrator.sweep.suspects import Suspects
 

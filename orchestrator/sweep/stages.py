@@ -6,11 +6,11 @@ import time
 
 from orchestrator.config.model import Matrix
 from orchestrator.errors import OrchestratorError, TransportError
+from orchestrator.planning.known_bad import Proof
 from orchestrator.store.records import SweepRecord
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.agreement import review_answers
 from orchestrator.sweep.hostdown import HostWatch
-from orchestrator.sweep.known_bad import Proof
 from orchestrator.sweep.lanes import Lane, LaneRun, Member, run_lanes
 from orchestrator.sweep.options import SweepHooks, SweepOptions, SweepOutcome
 from orchestrator.sweep.plan_steps import Launcher, adapt

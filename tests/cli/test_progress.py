@@ -10,8 +10,8 @@ from rich.console import Console
 
 from orchestrator.cli.progress import SweepProgress
 from orchestrator.model import Category, Cell, Phase, Status, Verdict
+from orchestrator.planning.cells import CellPlan
 from orchestrator.sweep.cell_run import AttemptResult, Slot
-from orchestrator.sweep.plan import CellPlan
 from orchestrator.sweep.preflight import Preflight
 
 FAIL = Verdict(Status.FAIL, Phase.SAMPLED_DECODE, Category.NAN_IN_PROBS)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ from tests.faults_support import cli, reap, write_hosts, write_matrix, write_sce
 
 pytestmark = pytest.mark.slow
 
-RULES = [
+RULES: list[dict[str, Any]] = [
     {"when": {"attention-backend": "flashinfer"}, "override": {"flag": "attention-backend", "to": "triton"}},
     {"when": {"attention-backend": ["flashinfer", "triton"]}, "fail": {"at": "sampled_decode", "kind": "nan_in_probs"}},
     {"when": {"kv-cache-dtype": "bf16"}, "override": {"flag": "chunked-prefill-size", "to": "-1"}},

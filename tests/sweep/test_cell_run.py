@@ -17,11 +17,11 @@ from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.argv import cell_from_argv
 from orchestrator.model import Status
+from orchestrator.planning.cells import plan_cell
 from orchestrator.store.records import SweepRecord, new_run_id
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import Slot, build_spec, launch_attempt
 from orchestrator.sweep.execute import RunSettings
-from orchestrator.sweep.plan import plan_cell
 from tests import simhost
 from tests.faults_support import reap
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from orchestrator.config.model import HostConfig
 from orchestrator.model import Category, Cell, Status, Verdict
+from orchestrator.planning.strategy import worst_case_s
 from orchestrator.settings import Deadlines
 from orchestrator.store import RunRecord, Store
 from orchestrator.store.records import PastRun
 from orchestrator.sweep.costing import launch_estimate, past_durations
-from orchestrator.sweep.strategy import worst_case_s
 from tests.paths import REPO
 from tests.simhost import orchestrator, processes_under, write_hosts
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.model import Category, Phase, Status, Verdict
+from orchestrator.planning.known_bad import known_bad
 from orchestrator.store.records import PastRun
-from orchestrator.sweep.known_bad import known_bad
 from tests.store.test_records import make_cell, make_run
 
 VERSIONS = {"sglang": "0.5.9"}

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.matrix.covering import covering_cells
-from orchestrator.sweep.localise import Observed, candidates, confirmed, cover_cells, next_cells, unexplained
+from orchestrator.planning.localise import Observed, candidates, confirmed, cover_cells, next_cells, unexplained
 from tests.plan_axes import AXES
 
 CELLS = [dict(zip(AXES, v, strict=True)) for v in product(*AXES.values())]

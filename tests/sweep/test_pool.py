@@ -14,6 +14,7 @@ from orchestrator.config.hosts import load_groups, load_hosts
 from orchestrator.errors import ConfigErrors
 from orchestrator.matrix.expand import cell_id
 from orchestrator.model import Category, Phase, Status
+from orchestrator.planning.cells import CellPlan
 from orchestrator.report.table import axis_columns, status_text
 from orchestrator.report.views import cell_outcome
 from orchestrator.store.records import RunRecord
@@ -22,7 +23,6 @@ from orchestrator.store.schema import SCHEMA_VERSION
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.hostdown import HostWatch
 from orchestrator.sweep.lanes import Member, laned, pool_lanes
-from orchestrator.sweep.plan import CellPlan
 from orchestrator.sweep.preflight import Preflight
 from orchestrator.transport import HostBreaker
 from tests.analysis.test_inputs import cell, view
