@@ -40,12 +40,14 @@ def hosts_candidates(hosts_file: Path | None) -> list[Path]:
 def resolve_host(name: str | None, *, scenario: Path | None, hosts_file: Path | None) -> HostConfig:
     """The host a command runs on: `sim` is built in; others come from the first hosts.yaml found."""
     # Here, not at the top: `table`, `classify` and `--help` must start without pydantic's schemas.
+    from orchestrator.config.hosts import locate_hosts_file
     from orchestrator.config.load import builtin_sim_host, load_hosts
 
     if not name:
         raise ConfigError("no host given", fix="pass --host NAME (an entry of configs/hosts.yaml, or sim)")
     tried = hosts_candidates(hosts_file)
-    hosts_path = next((p for p in tried if p.exists()), None)
+    # A file the user named (--hosts, $ORCHESTRATOR_HOSTS) must exist: never another one read in its place.
+    hosts_path = locate_hosts_file(hosts_file, os.environ)
     hosts = load_hosts(hosts_path) if hosts_path is not None else {}
     if name in hosts:
         host = hosts[name]
@@ -66,10 +68,10 @@ def resolve_host(name: str | None, *, scenario: Path | None, hosts_file: Path | 
 
 def resolve_hosts(names: Sequence[str], *, scenario: Path | None, hosts_file: Path | None) -> list[HostConfig]:
     """The hosts of a sweep: each `--host` (a host, or a group of hosts.yaml), in order, each host once."""
-    from orchestrator.config.hosts import load_groups
+    from orchestrator.config.hosts import load_groups, locate_hosts_file
     from orchestrator.config.load import load_hosts
 
-    hosts_path = next((p for p in hosts_candidates(hosts_file) if p.exists()), None)
+    hosts_path = locate_hosts_file(hosts_file, os.environ)
     groups = load_groups(hosts_path) if hosts_path is not None else {}
     if hosts_path is not None:
         load_hosts(hosts_path)  # a broken file is reported as such, not as an unknown group member

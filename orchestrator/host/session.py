@@ -19,7 +19,8 @@ from typing import Literal, TypeVar
 
 import httpx
 
-from orchestrator.config.model import HostConfig, resolve_env
+from orchestrator.config.hosts import resolve_host_env
+from orchestrator.config.model import HostConfig
 from orchestrator.errors import HostBusy, LaunchError
 from orchestrator.host import facts
 from orchestrator.host.installs import SIM_BIN as SIM_BIN
@@ -157,7 +158,7 @@ class HostSession:
     @cached_property
     def base_env(self) -> dict[str, str]:
         """The plain environment every host command and launch gets."""
-        env, _ = resolve_env(self.config.env, os.environ, self.config.secrets)
+        env, _ = resolve_host_env(self.config, self.config.env, os.environ)
         seam = self.installs.env(self.workdir)
         # The host's own settings win, but the seam's PATH (the fake nvidia-smi first) is the one that holds.
         return {**seam, **env, **({"PATH": seam["PATH"]} if "PATH" in seam else {})}
@@ -181,7 +182,8 @@ class HostSession:
             self._help[install] = _in_background(lambda: self.sh(self._help_command(install), timeout=300))
 
     def _help_command(self, install: str | None) -> str:
-        return "COLUMNS=200 " + " ".join(quote(w) for w in [*self.launcher_words(install), "--help"]) + " 2>/dev/null"
+        # stderr kept apart, not dropped: a wrong launcher path says why (`sh: 1: /opt/x/python: not found`).
+        return "COLUMNS=200 " + " ".join(quote(w) for w in [*self.launcher_words(install), "--help"])
 
     def grammar(self, install: str | None = None) -> FlagGrammar:
         """The flag grammar of an install, read from its real `--help` output (cached)."""
@@ -193,9 +195,12 @@ class HostSession:
             job = self._help.pop(install, None)
             result = job.result() if job is not None else self.sh(self._help_command(install), timeout=300)
             if "usage:" not in result.text:
+                said = " ".join((result.stderr_text or result.text or "nothing").split())[-400:]
+                which = f"installs.{install}.launcher" if install else "launcher"
                 raise LaunchError(
                     f"`{' '.join(words)} --help` on {self.config.name} printed no usage (exit {result.exit_code}): "
-                    f"{(result.stderr_text or result.text)[-400:]}"
+                    f"{said} (fix: set `{which}:` of host {self.config.name} in hosts.yaml to the command that "
+                    "starts SGLang's server there, e.g. /opt/sglang/.venv/bin/python -m sglang.launch_server)"
                 )
             _GRAMMARS[key] = parse_help(result.text, version)
         return _GRAMMARS[key]
