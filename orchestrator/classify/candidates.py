@@ -23,7 +23,12 @@ from orchestrator.knowledge.patterns import Signature
 from orchestrator.knowledge.signatures import BY_ID
 from orchestrator.model import Category, Phase
 
-_BARE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*:?$")
+_BARE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*:?$|^terminate called after throwing an instance of '[^']*'$")
+"""An exception's name alone: Python's bare `AssertionError`, or C++'s terminate header, whose message is on the
+`  what():  ...` line after it."""
+_RAISE = re.compile(r"^raise\s+(?P<name>[A-Za-z_][\w.]*)(?:\(|\s*$)")
+"""A `raise` statement is a traceback's code line, also where a paste lost its indentation: where the exception
+it raises is in the log, that line states the failure and the statement is no candidate."""
 PYTHON_EXCEPTION = BY_ID["python_exception"]
 TRACEBACK_EXCEPTION_SPECIFICITY = PYTHON_EXCEPTION.specificity
 RECOVERABLE = frozenset({Category.PYTHON_EXCEPTION_OTHER, Category.UNKNOWN, Category.TOKENIZER_OR_TEMPLATE_ERROR,
@@ -93,7 +98,14 @@ def candidates(evidence: Evidence) -> list[Candidate]:
             found.append(cand)
     if found and all(_request_scoped(c) for c in found):
         return []  # only requests failed, each answered with an error status by a server that went on
-    return found
+    return _without_raise_statements(found)
+
+
+def _without_raise_statements(found: list[Candidate]) -> list[Candidate]:
+    bodies = [parse(strip_ansi(c.line.text)).body.strip() for c in found]
+    raised = [_RAISE.match(b) for b in bodies]
+    stated = {b.split(":", 1)[0].rsplit(".", 1)[-1] for b, r in zip(bodies, raised, strict=True) if r is None}
+    return [c for c, r in zip(found, raised, strict=True) if r is None or r["name"].rsplit(".", 1)[-1] not in stated]
 
 
 def _request_scoped(cand: Candidate) -> bool:

@@ -76,7 +76,8 @@ FAMILIES: tuple[Family, ...] = (
     Family("timeout_type", C.HANG_OR_TIMEOUT, 40, exception=r"(?:^|\.)(?:TimeoutError|TimeoutExpired)$"),
     # The server's own warm-up request (the HTTP client's errors inside the warm-up loop).
     Family("warmup_request", C.WARMUP_REQUEST_FAILED, 50,
-           frames=r"in (?:_wait_and_warmup|_execute_server_warmup|_send_warmup\w*|warmup_request\w*)$", anywhere=True),
+           frames=r"in (?:_wait_and_warmup|_execute_server_warmup|_send_warmup\w*|warmup_request\w*"
+           r"|_run_server_warmup\w*|_wait_until_\w*ready\w*)$", anywhere=True),
     # Sampling from probabilities asserts on the device when they hold NaN/inf or sum to nothing: the cause, not
     # the assert (a more specific message, OOM or an illegal access, still outranks it).
     Family("sampling_assert", C.NAN_IN_PROBS, 73, exception=r"(?:^|\.)(?:AcceleratorError|RuntimeError)$",

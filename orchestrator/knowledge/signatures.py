@@ -215,6 +215,15 @@ SIGNATURES: tuple[Signature, ...] = (
          "undefined reference",
          "is undefined", "cicc", "ompilation", "error: command", "PassManager", "ompiling", "uilding", "DSL", "dsl"),
         example="RuntimeError: Ninja build failed. Ninja output:"),
+    # A compiler run as a subprocess (Triton's helper build, torch extensions, JIT kernels) that failed: Python's
+    # CalledProcessError wording, also where a warning reports it (SGLang skips a model module whose import built
+    # one, and the model then looks unsupported).
+    sig("compiler_command_failed", C.KERNEL_JIT_ERROR, 74,
+        r"Command '\[?'?(?:[^'\s]*[/\\])?(?:gcc|g\+\+|cc|c\+\+|clang\+*|nvcc|hipcc|ninja|cmake|make)(?:-\d+)?'.{0,4000}"
+        r"returned non-zero exit status",
+        "returned non-zero exit status", in_warnings=True,
+        example="Command '['/usr/bin/gcc', '/tmp/x/main.c', '-O3', '-shared', '-fPIC', '-o', '/tmp/x/cuda_utils.so', "
+        "'-lcuda']' returned non-zero exit status 1."),
     # Imports and shared libraries.
     sig("import_names_what", C.IMPORT_ERROR, 72,
         r"No module named|cannot import name|undefined symbol|cannot open shared object file"
@@ -279,6 +288,10 @@ SIGNATURES: tuple[Signature, ...] = (
     sig("warmup_failed", C.WARMUP_REQUEST_FAILED, 60, r"Initialization failed\. warmup error",
         "Initialization failed", phase=P.WARMUP, wraps=True,
         example="Initialization failed. warmup error: Traceback (most recent call last):"),
+    sig("warmup_statement", C.WARMUP_REQUEST_FAILED, 61,
+        r"(?i)\bwarm-?up (?:request )?failed|\bdid not become ready at https?://",
+        ("warmup", "Warmup", "warm-up", "did not become ready"), phase=P.WARMUP,
+        example="RuntimeError: HTTP server did not become ready at http://[::1]:10762/health"),
     sig("warmup_status", C.WARMUP_REQUEST_FAILED, 62, r"res=<Response \[(?:[1-35]\d\d|4\d\d)\]>",
         "res=<Response", phase=P.WARMUP, example="AssertionError: res=<Response [403]>, res.text='Forbidden'"),
     # Hangs and timeouts.

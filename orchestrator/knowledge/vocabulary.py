@@ -26,7 +26,8 @@ ARCH = (
 _REFUSAL = (
     r"(?:\bnot (?:yet )?(?:supported|available|implemented|compiled|built)\b|\bunsupported\b|\bonly supports?\b"
     r"|\bonly (?:be )?(?:supported|available|works?|runs?)\b|\brequires?\b|\bno (?:kernel|implementation)s?\b"
-    r"|\bdoes(?:n't| not) support\b|\bnot (?:support|work)\w*\b|\bminimum (?:capability|arch\w*)\b)"
+    r"|\bdoes(?:n't| not) support\b|\bnot (?:support|work)\w*\b|\bminimum (?:capability|arch\w*)\b"
+    r"|\bonly\b.{0,80}\b(?:is|are) supported\b)"
 )
 ARCH_REFUSAL = re.compile(rf"(?i:{_REFUSAL}).{{0,100}}{ARCH}|{ARCH}.{{0,100}}(?i:{_REFUSAL})")
 """A refusal and an architecture in one message, in either order."""

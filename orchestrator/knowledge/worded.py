@@ -4,7 +4,8 @@ Each row is a family of messages SGLang, vLLM, PyTorch, CUDA, NCCL, DeepGEMM or 
 a refusal that names the GPU architecture; a Python name error for a kernel library that did not import on
 this GPU; an operator namespace of a compiled extension that lacks an operator (the extension and the caller
 do not match); a compiled extension that is there but does not load (an ABI break, at any level, unlike an optional
-module that is absent); a rejected value that names a server argument; a config validation error; the distributed
+module that is absent); a rejected value that names a server argument, or is not among the choices, or a scheduler
+limit (max_num_*, *_len) that came out negative; a config validation error; the distributed
 runtime below NCCL failing; a c10d socket waiting in vain; a CUDA error that names no cause; weight loading
 that did not finish or a loader's shape check; an assertion inside a JIT compiler. See signatures.py for the
 specificity bands.
@@ -53,6 +54,15 @@ WORDED: tuple[Signature, ...] = (
         ("Error", "error", "nvalid", "must", "should", "xceed", "than", "range", "cannot"),
         phase=P.ARG_PARSE, vocabulary=names_argument,
         example="ValueError: max_num_batched_tokens (4096) is smaller than max_model_len (32768)."),
+    sig("not_a_choice", C.INVALID_ARGUMENT, 50,
+        r"(?i)\b(?:unknown|unsupported|invalid|unrecognized)\b.{0,80}\b(?:must|should) be one of\b",
+        ("ust be one of", "hould be one of"), phase=P.ARG_PARSE,
+        example="ValueError: Unknown quantization method: gptq. Must be one of ['awq', 'squeezellm']."),
+    sig("negative_scheduler_limit", C.INVALID_ARGUMENT, 50,
+        r"\b(?:max_num_\w+|max_model_len|max_\w+_len|\w+_batched_tokens)\b (?:is|was) (?:set to )?-\d",
+        tuple(f"_{n} {v} -" for n in ("tokens", "len", "seqs") for v in ("is", "was", "is set to", "was set to")),
+        phase=P.ARG_PARSE,
+        example="max_num_scheduled_tokens is set to -1792, which does not allow any tokens to be scheduled"),
     sig("distributed_failure", C.NCCL_ERROR, 62, DISTRIBUTED_FAILURE.pattern,
         ("c10d", "loo", "LOO", "endezvous", "rdzv", "TCPStore", "ProcessGroup", "ibv_", "RDMA", "connectFullMesh",
          "init_process_group", "torch.distributed", "DistStore", "MASTER_ADDR"), any_level=True,

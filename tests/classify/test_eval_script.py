@@ -98,12 +98,12 @@ def test_floors_on_the_checking_part() -> None:
     ev = _eval()
     scored = [s for d in ev.DEFAULT_DIRS if d.is_dir() for s in ev.score_folder(d)]
     checking = ev.figures(ev.split(scored)["checking"])
-    assert checking["logs"] >= 30
-    # Issue 32's target is 0.90 for both; these floors guard what the checking part reaches today (0.84 and 0.89,
-    # scripts/eval-classify --split) against regressions, and rise as general rules land.
+    assert checking["logs"] >= 50
+    # Issue 32's target is 0.90 for both; these floors guard what the checking part reaches today (0.85 and 0.91 on
+    # 44 failing + 9 healthy logs, scripts/eval-classify --split) against regressions, and rise as general rules land.
     assert checking["healthy_false_alarms"] == 0, checking
-    assert checking["root_cause_line"] >= 0.85, checking
-    assert checking["category_accuracy"] >= 0.82, checking
+    assert checking["root_cause_line"] >= 0.90, checking
+    assert checking["category_accuracy"] >= 0.84, checking
     assert checking["similar_precision"] >= 0.90, checking
 
 
