@@ -1,10 +1,12 @@
-"""`orchestrator classify PATH... [--json]`: harvest and classify server logs offline.
+"""`orchestrator classify PATH... [--json | --format term|json]`: harvest and classify server logs offline.
 
 Each file is read in binary chunks (bounded memory, any size); the evidence and the verdict are the
 pure harvest/classify steps the sweep uses. A directory stands for the logs in it (`*.log`, `*.txt`,
-recursively). With `--json`: one JSON object for one file, one object per line (with `file`) for
-several. Exit 0 once every log is classified, whatever the categories; exit 2 when a path cannot be
-read or names no log (the others are still classified). Plain text out, no terminal library: one log
+recursively). With `--json` (or `--format json`): one JSON object for one file, one object per line
+(with `file`) for several, the log's text verbatim (JSON escapes it). The human report shows every
+control character of the log's text as text (`^[` for ESC): a log's escape sequences are never obeyed.
+Exit 0 once every log is classified, whatever the categories; exit 2 when a path cannot be read or
+names no log (the others are still classified). Plain text out, no terminal library: one log
 classifies in a fraction of a second, interpreter start included.
 """
 
@@ -14,7 +16,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -23,6 +25,7 @@ from orchestrator.cli.root import app
 from orchestrator.harvest import read
 from orchestrator.harvest.records import Evidence
 from orchestrator.model import Status, Verdict
+from orchestrator.textsafe import visible
 
 CHUNK = read.CHUNK
 CONTEXT = 3
@@ -128,9 +131,10 @@ def why(verdict: Verdict) -> str | None:
 
 def _shown(physical: str, root: str | None) -> str:
     """A physical line as shown: the redraw holding the root cause, else the last one (tqdm uses \\r),
-    with progress-bar runs squeezed."""
+    with progress-bar runs squeezed and its control characters made visible."""
     parts = [p for p in physical.replace("\r\n", "\n").split("\r") if p] or [""]
     text = _RUNS.sub(lambda m: m.group(1) * 3 + "...", root if root is not None and root in parts else parts[-1])
+    text = visible(text)
     return text if len(text) <= _WIDTH else text[: _WIDTH - 3] + "..."
 
 
@@ -140,13 +144,13 @@ def render(path: Path, evidence: Evidence, verdict: Verdict) -> Iterator[str]:
     phase = verdict.phase.value if verdict.phase else "-"
     head = typer.style(verdict.status.value, fg=colour, bold=True)
     yield f"{head}  category={verdict.category.value}  phase={phase}"
-    yield verdict.reason
+    yield visible(verdict.reason)
     said = why(verdict)
     if said:
-        yield typer.style(said, dim=True)
+        yield typer.style(visible(said), dim=True)
     resembles = looks_like(verdict)
     if resembles:
-        yield resembles
+        yield visible(resembles)
     line_no = root_line_no(evidence, verdict)
     if line_no is not None:
         yield typer.style(f"\nroot cause, line {line_no}:", bold=True)
@@ -165,10 +169,10 @@ def render(path: Path, evidence: Evidence, verdict: Verdict) -> Iterator[str]:
     if evidence.warnings:
         yield typer.style(f"\n{len(evidence.warnings)} distinct warnings (count, first seen, warning):", bold=True)
         for w in evidence.warnings[:SHOWN_WARNINGS]:
-            yield f"  {w.count:>5}  {w.first_seen or f'line {w.line_no}'}  {_shown(w.text, None)}"
+            yield f"  {w.count:>5}  {visible(w.first_seen or f'line {w.line_no}')}  {_shown(w.text, None)}"
     for title, values in (("resolved", evidence.resolved), ("versions", evidence.versions)):
         if values:
-            yield f"{title}: " + ", ".join(f"{k}={v}" for k, v in values.items())
+            yield visible(f"{title}: " + ", ".join(f"{k}={v}" for k, v in values.items()))
 
 
 def log_files(paths: list[Path]) -> tuple[list[Path], list[str]]:
@@ -192,18 +196,25 @@ def classify_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON: one object, or one per line (with `file`) for several logs.")
     ] = False,
+    fmt: Annotated[
+        Literal["term", "json"] | None,
+        typer.Option("--format", "-f", help="Output format: term (the report), json (the same as --json)."),
+    ] = None,
 ) -> None:
     """Harvest and classify server logs offline: category, phase, root-cause line, why, tracebacks, warnings."""
+    if as_json and fmt == "term":
+        raise typer.BadParameter("--json asks for JSON and --format term for the report: pass one", param_hint="--json")
+    as_json = as_json or fmt == "json"
     files, problems = log_files(paths)
     several = len(files) > 1 or any(p.is_dir() for p in paths)
     for problem in problems:
-        typer.echo(f"error: {problem}", err=True)
+        typer.echo(visible(f"error: {problem}"), err=True)
     for path in files:
         try:
             evidence = read_evidence(path)
         except OSError as exc:
             problems.append(str(path))
-            typer.echo(f"error: cannot read {path}: {exc.strerror or exc}", err=True)
+            typer.echo(visible(f"error: cannot read {path}: {exc.strerror or exc}"), err=True)
             continue
         verdict = classify(evidence)
         if as_json:
@@ -211,7 +222,7 @@ def classify_command(
             typer.echo(json.dumps({"file": str(path), **doc} if several else doc))
             continue
         if several:
-            typer.echo(typer.style(f"== {path}: ", bold=True) + LABELS[verdict.category])
+            typer.echo(typer.style(f"== {visible(str(path))}: ", bold=True) + LABELS[verdict.category])
         for line in render(path, evidence, verdict):
             typer.echo(line)
         if several:

@@ -175,3 +175,17 @@ def test_a_healthy_log_has_no_similar(tmp_path: Path) -> None:
     assert doc["similar"] == []
     human = runner.invoke(app, ["classify", str(log)]).stdout.splitlines()
     assert not any(line.startswith("looks like") for line in human)
+
+
+def test_format_json_and_term_are_the_json_flag_and_the_report() -> None:
+    log = CRASH_LOGS / "sglang-5491-eagle-flashinfer-illegal-memory-access.log"
+    as_flag = runner.invoke(app, ["classify", str(log), "--json"])
+    as_format = runner.invoke(app, ["classify", str(log), "--format", "json"])
+    assert as_format.exit_code == 0 and as_format.stdout == as_flag.stdout
+    assert json.loads(as_format.stdout)["category"] == "illegal_memory_access"
+    report = runner.invoke(app, ["classify", str(log)])
+    assert runner.invoke(app, ["classify", str(log), "-f", "term"]).stdout == report.stdout
+    assert "category=illegal_memory_access" in report.stdout and not report.stdout.lstrip().startswith("{")
+    both = runner.invoke(app, ["classify", str(log), "--json", "--format", "term"])
+    assert both.exit_code == 2 and "--format term" in both.output
+    assert runner.invoke(app, ["classify", str(log), "--format", "md"]).exit_code == 2
