@@ -39,6 +39,7 @@ from orchestrator.store.records import RunRecord, SweepRecord, new_run_id, new_s
 from orchestrator.store.secrets import MASK
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import launch_attempt
+from orchestrator.sweep.connect import open_host
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.interrupt import Interrupts, SweepInterrupted, report_lines
 from orchestrator.sweep.lanes import Member
@@ -148,7 +149,7 @@ def rerun(
     sweep_id = new_sweep_id()
     member = Member(host, HostBreaker(host.name))
     interrupts = Interrupts(
-        lambda _name: HostSession.open(host), store, deadlines.stop_grace, deadlines.gpu_release, on_signal
+        lambda _name: open_host(host), store, deadlines.stop_grace, deadlines.gpu_release, on_signal
     )
     # The sweep's own stop: Ctrl-C or SIGTERM stops the re-run's server and checks its GPUs are free.
     with interrupts.installed():

@@ -14,12 +14,12 @@ from rich.console import Console
 from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
 from orchestrator.cli.root import app
 from orchestrator.config.model import HostConfig, Matrix
-from orchestrator.host.session import HostSession
 from orchestrator.matrix.argv import cell_from_argv
 from orchestrator.model import Cell, Phase
 from orchestrator.settings import Deadlines
 from orchestrator.store.records import RunRecord, SweepRecord
 from orchestrator.store.sqlite import Store
+from orchestrator.sweep.connect import open_host
 from orchestrator.sweep.engine import SweepHooks, SweepOptions, run_sweep
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.interrupt import SweepInterrupted, report_lines
@@ -84,7 +84,7 @@ def _phase_printer(console: Console) -> Callable[[Cell, str, Phase | None], None
 
 def one_cell_matrix(host: HostConfig, argv: list[str]) -> Matrix:
     """A matrix of exactly the given flags (parsed with the host's own grammar)."""
-    session = HostSession.open(host)
+    session = open_host(host)
     try:
         cell = cell_from_argv(argv, session.grammar(None))
     finally:

@@ -30,6 +30,7 @@ from orchestrator.model import Cell
 from orchestrator.planning.cells import CellPlan, plan_cell, plan_cells
 from orchestrator.planning.strategy import cost_line
 from orchestrator.store import Store, default_db_path
+from orchestrator.sweep.connect import open_host
 
 NOT_CHECKED = "not checked against a host"
 HOW_TO_CHECK = "pass --host H (its installed SGLang) or --against HELPFILE (a saved `--help`) to check the flags"
@@ -161,11 +162,10 @@ def _on_host(
 ) -> tuple[list[CellPlan], str, str]:
     """The host's preflight of every cell, the cost line from the store's past runs, and what was checked."""
     # Here, not at the top: a check against a saved --help (or none) must start without SSH and HTTP.
-    from orchestrator.host.session import HostSession
     from orchestrator.sweep.plan_steps import plan_cost
     from orchestrator.sweep.preflight import run_preflight
 
-    session = HostSession.open(host_config)
+    session = open_host(host_config)
     try:
         preflight = run_preflight(session, cells, check_gpus=False)
     finally:

@@ -116,13 +116,13 @@ class HostSession:
 
     @classmethod
     def open(cls, config: HostConfig, breaker: HostBreaker | None = None) -> HostSession:
-        """Connect to the host the config names (a Slurm cluster through its login node, or locally);
-        `breaker`: shared by a sweep's connections to the host."""
-        if config.transport == "slurm":
-            # Imported here: the Slurm session is built on this class.
-            from orchestrator.host.slurm_session import SlurmSession
+        """Connect to the host the config names; `breaker`: shared by a sweep's connections to the host.
 
-            return SlurmSession(config, open_transport(transport_spec(config), breaker))
+        A Slurm cluster's session is slurm.session.SlurmSession (sweep/connect.py picks the kind of a config).
+        """
+        if (config.transport == "slurm") != cls.schedules_gpus:
+            kind = "a Slurm cluster" if config.transport == "slurm" else "not a Slurm cluster"
+            raise LaunchError(f"host {config.name} is {kind}: open it with orchestrator.sweep.connect.open_host")
         return cls(config, open_transport(transport_spec(config), breaker))
 
     def for_worker(self, breaker: HostBreaker | None = None) -> HostSession:

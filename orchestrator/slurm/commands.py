@@ -1,5 +1,5 @@
 """Slurm's client commands as the orchestrator uses them: building sbatch/squeue/scontrol/scancel lines, reading
-their output. Pure: nothing here runs a command (host/slurm_jobs.py does, through a Transport).
+their output. Pure: nothing here runs a command (slurm/jobs.py does, through a Transport).
 
 Job state comes from `squeue` while a job is queued or running, then from `scontrol show job` (which keeps
 it for MinJobAge after the end); never from `sacct`, which needs slurmdbd (many clusters, and tests, lack it).

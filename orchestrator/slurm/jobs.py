@@ -20,9 +20,7 @@ from collections.abc import Callable, Mapping
 from orchestrator.config.model import HostConfig
 from orchestrator.errors import LaunchError, TransportError
 from orchestrator.host.launcher import Launch, Launcher, LaunchSpec, SchedulerEnd, Stopped, api_key_of
-from orchestrator.host.slurm_script import parse_placement, render_job_sh
-from orchestrator.transport.base import CommandResult, Transport
-from orchestrator.transport.slurm import (
+from orchestrator.slurm.commands import (
     KILLED_STATES,
     JobInfo,
     Submission,
@@ -36,6 +34,8 @@ from orchestrator.transport.slurm import (
     secrets_stdin,
     squeue_command,
 )
+from orchestrator.slurm.script import parse_placement, render_job_sh
+from orchestrator.transport.base import CommandResult, Transport
 
 POLL_S = 0.5
 """How often squeue is asked while jobs are waited on (one command for all of them)."""

@@ -15,8 +15,8 @@ from orchestrator.host import facts
 from orchestrator.host.launcher import Launch
 from orchestrator.host.ports import candidates
 from orchestrator.host.session import GpuReading, HostSession
-from orchestrator.host.slurm_jobs import SlurmLauncher, watch_for
 from orchestrator.probe.client import ProbeClient
+from orchestrator.slurm.jobs import SlurmLauncher, watch_for
 from orchestrator.transport.base import Transport
 from orchestrator.transport.breaker import HostBreaker
 from orchestrator.transport.shell import ShellCommand, quote
@@ -48,7 +48,7 @@ class SlurmSession(HostSession):
     def for_worker(self, breaker: HostBreaker | None = None) -> HostSession:
         """A session of its own connection: each job is watched over its own (see SSH_QUEUE_AHEAD), and dozens of
         jobs watched at once would pass the 10 sessions sshd allows on one connection."""
-        return HostSession.open(self.config, breaker)
+        return SlurmSession.open(self.config, breaker)
 
     @property
     def exports(self) -> str:

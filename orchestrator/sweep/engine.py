@@ -26,6 +26,7 @@ from orchestrator.planning.known_bad import Proof
 from orchestrator.planning.strategy import starting_cells
 from orchestrator.store.records import SweepRecord, new_sweep_id
 from orchestrator.store.sqlite import Store
+from orchestrator.sweep.connect import open_host
 from orchestrator.sweep.costing import LaunchCost, plan_estimate
 from orchestrator.sweep.interrupt import Interrupts, SweepInterrupted
 from orchestrator.sweep.lanes import Lane, Member, each, join_hosts, laned
@@ -58,7 +59,7 @@ def run_sweep(
     def open_session(name: str) -> HostSession:
         if name not in by_name:
             raise OrchestratorError(f"host {name} is not among this command's hosts ({', '.join(by_name)})")
-        return HostSession.open(by_name[name])
+        return open_host(by_name[name])
 
     deadlines = options.settings.deadlines
     interrupts = Interrupts(open_session, store, deadlines.stop_grace, deadlines.gpu_release, hooks.on_signal)

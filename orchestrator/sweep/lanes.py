@@ -29,6 +29,7 @@ from orchestrator.model import Cell
 from orchestrator.planning.cells import CellPlan
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched
+from orchestrator.sweep.connect import open_host
 from orchestrator.sweep.hostdown import Announce, HostWatch
 from orchestrator.sweep.preflight import Preflight, run_preflight
 from orchestrator.sweep.scheduler import EventSink, Job, Scheduler
@@ -58,11 +59,11 @@ class Member:
 
     def open_session(self) -> HostSession:
         """Another connection to this host, sharing its breaker."""
-        return HostSession.open(self.config, self.breaker)
+        return open_host(self.config, self.breaker)
 
     def hold(self, sweep_id: str) -> HostSession:
         """Connect and take the host's lock for `sweep_id` (a second sweep is refused naming the first)."""
-        self.session = HostSession.open(self.config, self.breaker)
+        self.session = open_host(self.config, self.breaker)
         self.lock = HostLock(self.session.transport, self.session.workdir, sweep_id)
         self.lock.acquire()
         return self.session

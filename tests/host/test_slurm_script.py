@@ -15,12 +15,8 @@ from orchestrator.classify.unlaunched import scheduler_killed_verdict
 from orchestrator.config.load import load_hosts
 from orchestrator.errors import ConfigError, ConfigErrors, LaunchError
 from orchestrator.host.launcher import LaunchSpec
-from orchestrator.host.slurm_script import parse_placement, render_job_sh
 from orchestrator.model import Category, Phase, Status, Verdict
-from orchestrator.store import Store
-from orchestrator.store.schema import _DDL
-from orchestrator.transport.base import CommandResult
-from orchestrator.transport.slurm import (
+from orchestrator.slurm.commands import (
     Submission,
     job_name,
     killed_reason,
@@ -30,6 +26,10 @@ from orchestrator.transport.slurm import (
     secrets_stdin,
     squeue_command,
 )
+from orchestrator.slurm.script import parse_placement, render_job_sh
+from orchestrator.store import Store
+from orchestrator.store.schema import _DDL
+from orchestrator.transport.base import CommandResult
 from tests.paths import REPO
 
 
