@@ -167,11 +167,11 @@ def _grid(results: Sequence[CellResult]) -> Grid:
         cause = root_cause_excerpt(result, None)
         row = [GridCell(_value_text(_axis_value(result, a), UNSET)) for a in axes]
         row += [GridCell(status, style), GridCell(phase), GridCell(category), GridCell(_run_text(result))]
-        row += [GridCell(attempts), GridCell(ready)]
+        # tok/s right after the run: of the extras, it gives way after attempts and seconds to ready.
         row += [GridCell(speed_view.cell_text(result))] if speed else []
-        row += [GridCell(cause, "" if result.root_cause_line else "italic")]
+        row += [GridCell(attempts), GridCell(ready), GridCell(cause, "" if result.root_cause_line else "italic")]
         rows.append(row)
-    columns = [*TERM_COLUMNS[:-1], *([speed_view.COLUMN] if speed else []), TERM_COLUMNS[-1]]
+    columns = [*TERM_COLUMNS[:4], *([speed_view.COLUMN] if speed else []), *TERM_COLUMNS[4:]]
     return Grid([*(Column(a, "axis") for a in axes), *columns], rows)
 
 
@@ -194,6 +194,9 @@ def term_lines(
     if "run" in layout.hidden:
         # Kept within 80 columns: it is printed where the table had no room for the run column.
         lines.append(Text(f"run ids (repro, bugreport): orchestrator table {sweep.sweep_id} -f csv", style="dim"))
+    if speed_view.HEADER in layout.hidden:
+        lines.append(Text(f"tok/s of the passing cells: orchestrator table {sweep.sweep_id} --best (or -f csv)",
+                          style="dim"))  # fmt: skip
     return lines
 
 
