@@ -17,7 +17,7 @@ from collections import Counter
 
 from orchestrator.harvest.needles import NEEDLES
 
-LOWER: tuple[str, ...] = ("error", "fail", "fatal", "timeout", "deprecat", "signal", "version")
+LOWER: tuple[str, ...] = ("error", "fail", "fatal", "timeout", "deprecat", "signal", "version", "assert")
 """The lower-case literals worth one pass over the whole log each."""
 
 _TYPICAL = Counter(

@@ -141,6 +141,11 @@ SIGNATURES: tuple[Signature, ...] = (
         example="RuntimeError: Unsupported head_dim: 96"),
     sig("not_implemented", C.UNSUPPORTED_CONFIG, 45, r"\bNotImplementedError\b", "NotImplementedError",
         example="NotImplementedError: fp8 kv cache is not implemented for this backend"),
+    # A kernel's assert that a size is one of the few it was written for (`assert head_size in [64, 128, 256]`):
+    # the model or the flags ask for a shape the kernel does not have.
+    sig("supported_sizes_assert", C.UNSUPPORTED_CONFIG, 40,
+        r"^assert\s+[\w.\[\]()]+\s+in\s+[\{\[\(]\s*(?:\d+\s*,\s*)+\d+\s*,?\s*[\}\]\)]\s*(?:,.*)?$", "assert ",
+        context=r'File "', example="assert Lk in {16, 32, 64, 128}"),
     sig("assert_in_config_code", C.UNSUPPORTED_CONFIG, 35, r"^AssertionError\b", "AssertionError",
         context=r"(?i)kv_cache_dtype|fp8|fp4|nvfp4|quant|_backend\b|backend\.py", example="AssertionError"),
     # Out of memory.
@@ -338,6 +343,10 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|worker.{0,60}killed.{0,60}(?:memory|OOM)|killed due to memory pressure|memory usage threshold.{0,200}\bkill",
         ("oom", "OOM", "Oom", "Out of memory", "memory monitor", "memory", "killed"), any_level=True,
         example="Out of memory: Killed process 12345 (python3) total-vm:812345678kB"),
+    # Ray's memory monitor names its kill an OutOfMemoryError; the memory is the host's, and the process was killed.
+    sig("host_memory_kill", C.PROCESS_KILLED, 82, r"(?i)killed due to the node running low on memory",
+        "running low on memory", any_level=True,
+        example="ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."),
     sig("killed", C.PROCESS_KILLED, 15,
         r"^Killed\b|\d Killed\s|\bKilled\s*$|\bsignal 9\b|SIGKILL|(?i:exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*"
         r"(?:-9|137)\b|exitcode[:=] ?-9\b|return ?code[:= ]*(?:-9|137)\b)",

@@ -49,8 +49,15 @@ def test_context_rows_need_their_traceback(sig: object) -> None:
             "    assert not (self.use_dsa and self.dsa_kv_cache_store_fp8)",
         ],
         "assert_in_config_code": ['  File "/s/attention/triton_backend.py", line 80, in init', "    assert x"],
+        # A code row: its example is the frame's source line, and the exception follows it.
+        "supported_sizes_assert": [
+            '  File "/s/ops/prefix_prefill.py", line 708, in context_attention_fwd', "    {example}", "AssertionError"
+        ],
     }[sig.id]
-    cause = root_cause(extract_evidence(["Traceback (most recent call last):", *frames, sig.example]))
+    lines = [f.replace("{example}", sig.example) for f in frames]
+    if not any("{example}" in f for f in frames):
+        lines.append(sig.example)
+    cause = root_cause(extract_evidence(["Traceback (most recent call last):", *lines]))
     assert cause is not None and cause.candidate.rule == sig.id
 
 
