@@ -13,10 +13,6 @@ from orchestrator.transport.shell import quote
 PORT_SPACING = 1100
 """SGLang derives NCCL and other internal ports from --port (+100..1000); closer servers cross-talk."""
 
-SURVEY_FRESH_S = 30.0
-"""How old a survey may be and still choose a launch's port. The race it leaves open is no wider than the one
-any check leaves: SGLang binds its port only once its weights are loaded, seconds to minutes after the check."""
-
 # Prints the kernel's ephemeral range, then each candidate some socket uses as its local port (TIME_WAIT, st 06,
 # does not count: the server binds with SO_REUSEADDR, as SGLang's uvicorn does), or some live process names on its
 # command line (`--port N`, `--port=N`): a server binds its port only once its weights are loaded, minutes after

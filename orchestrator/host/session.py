@@ -29,8 +29,6 @@ from orchestrator.host.installs import host_installs
 from orchestrator.host.launcher import Launch, Launcher
 from orchestrator.host.ports import PORT_SPACING as PORT_SPACING
 from orchestrator.host.ports import (
-    SURVEY_FRESH_S,
-    PortSurvey,
     candidates,
     parse_survey,
     pick_free,
@@ -53,8 +51,6 @@ _GPU_AND_DRIVER_QUERY = (
 T = TypeVar("T")
 
 
-_GPU_LISTS: dict[tuple[str, str, str], list[facts.Gpu]] = {}
-"""GPU index and UUID of each host (by name, address and workdir), as nvidia-smi listed them."""
 
 _GRAMMARS: dict[tuple[str, str | None, tuple[str, ...]], FlagGrammar] = {}
 """Grammars read this process, per host, install and launcher: `--help` of a real install takes seconds."""
@@ -109,8 +105,8 @@ class HostSession:
         self._help: dict[str | None, Future[CommandResult]] = {}
         self._versions: dict[str | None, str | None] = {}
         self._owns_transport = True
-        self._next_survey: tuple[float, Future[PortSurvey]] | None = None
-        """The ports survey started after the last free_ports (time.monotonic at its start)."""
+        self.gpus: list[facts.Gpu] = []
+        """GPU index and UUID, as nvidia-smi listed them (shared with this session's worker sessions)."""
         self.free_seen: dict[int, float] = {}
         """GPU index -> when (time.monotonic) nvidia-smi last showed no process on it through this session."""
 
@@ -131,6 +127,7 @@ class HostSession:
         ask at once). Closing it leaves the connection to this session."""
         twin = HostSession(self.config, self.transport)
         twin.installs = self.installs
+        twin.gpus = self.gpus
         twin._owns_transport = False
         for name in ("workdir", "base_env"):  # asked of the host once, the same for every worker
             if name in self.__dict__:
@@ -139,8 +136,6 @@ class HostSession:
 
     def close(self) -> None:
         """Close the connection (launches keep running: they are detached); a worker's session leaves it open."""
-        if self._next_survey is not None:  # not to race the connection's close (or open it again)
-            _wait_quietly(self._next_survey[1])
         if self._owns_transport:
             self.transport.close()
 
@@ -228,7 +223,7 @@ class HostSession:
         """GPU model, driver and compute capability, as nvidia-smi says."""
         # One nvidia-smi start for these and the GPUs' index and UUID, which gpu_holders needs next.
         rows = self.sh(_GPU_AND_DRIVER_QUERY, timeout=30).text.splitlines()
-        _GPU_LISTS[self._gpu_key()] = facts.parse_gpus("\n".join(rows))
+        self.gpus = facts.parse_gpus("\n".join(rows))
         info = facts.parse_driver("\n".join(",".join(row.split(",")[4:]) for row in rows))
         info["gpus"] = str(self.config.gpus)
         return info
@@ -271,16 +266,11 @@ class HostSession:
         return [dataclasses.replace(h, ours=h.pid in ours) for h in holders]
 
     def _gpu_list(self, procs: list[facts.GpuProcess]) -> list[facts.Gpu]:
-        # GPU index <-> UUID is fixed while the host is up, so every session of this host shares one
-        # reading; it is read again when a process names a UUID not in it, so it can never mislead.
-        cached = _GPU_LISTS.get(self._gpu_key(), [])
-        known = {g.uuid for g in cached}
-        if not cached or any(p.gpu_uuid not in known for p in procs):
-            cached = _GPU_LISTS[self._gpu_key()] = facts.parse_gpus(self.sh(facts.GPU_QUERY, timeout=30).text)
-        return cached
-
-    def _gpu_key(self) -> tuple[str, str, str]:
-        return (self.config.name, self.transport.describe(), self.config.workdir)
+        # GPU index <-> UUID is fixed while the host is up; read again when a process names a UUID not in it.
+        known = {g.uuid for g in self.gpus}
+        if not self.gpus or any(p.gpu_uuid not in known for p in procs):
+            self.gpus = facts.parse_gpus(self.sh(facts.GPU_QUERY, timeout=30).text)
+        return self.gpus
 
     def wait_gpus_released(
         self, gpus: tuple[int, ...], timeout: float, first: GpuReading | None = None
@@ -313,31 +303,15 @@ class HostSession:
     def free_ports(self, count: int, avoid: Collection[int]) -> list[int]:
         """`count` ports free on the host, PORT_SPACING apart from each other and from every port in `avoid`.
 
-        The host's sockets are surveyed once per call, but the survey runs in the background after each
-        call, so the next launch's ports come from it when it is fresh (SURVEY_FRESH_S) and no round trip
-        stands between two launches. A fresh survey that offers too few is taken again before giving up.
+        The host's sockets are surveyed at every call (one command): a port picked from an older look may have
+        been taken since, by another sweep on the same machine or a server that came up in between.
         """
         grid = candidates(self.config.port_base)
-        survey = self._fresh_survey()
-        ports = pick_free(survey, grid, count, avoid) if survey else []
-        if len(ports) < count:
-            ports = pick_free(self._survey(grid), grid, count, avoid)
-        self._next_survey = (time.monotonic(), _in_background(lambda: self._survey(grid)))
+        ports = pick_free(parse_survey(self.sh(survey_command(grid), timeout=30).text), grid, count, avoid)
         if len(ports) < count:
             among = spaced_from(grid, avoid)
             raise HostBusy(f"only {len(ports)} of {count} ports free on {self.config.name} among {among}")
         return ports
-
-    def _survey(self, grid: list[int]) -> PortSurvey:
-        return parse_survey(self.sh(survey_command(grid), timeout=30).text)
-
-    def _fresh_survey(self) -> PortSurvey | None:
-        """The survey started after the last call, once it has answered, if it is young enough to trust."""
-        if self._next_survey is None:
-            return None
-        started, future = self._next_survey
-        survey = _wait_quietly(future)
-        return survey if time.monotonic() - started <= SURVEY_FRESH_S else None
 
     def free_port(self, avoid: Collection[int]) -> int:
         """A port free on the host and at least PORT_SPACING away from every port in `avoid`."""
@@ -382,14 +356,6 @@ def _in_background(work: Callable[[], T]) -> Future[T]:
 
     threading.Thread(target=run, name="host-facts", daemon=True).start()
     return future
-
-
-def _wait_quietly(future: Future[T]) -> T | None:
-    """The future's result, or None once it failed."""
-    try:
-        return future.result()
-    except Exception:  # its caller takes it again, in the open, or no longer needs it
-        return None
 
 
 def transport_spec(config: HostConfig) -> Literal["local"] | SshTarget:
