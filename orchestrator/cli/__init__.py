@@ -9,11 +9,8 @@ Importing `app` from this package loads every command (tests drive the whole CLI
 
 from __future__ import annotations
 
-import atexit
 import importlib
-import os
 import sys
-import threading
 from typing import Any
 
 COMMANDS: dict[str, str] = {
@@ -71,43 +68,7 @@ def main() -> None:
         load(command)
     else:
         list_only()
-    try:
-        app()
-    except SystemExit as done:
-        exit_now(done.code)
-    exit_now(0)
-
-
-def exit_now(code: object) -> None:
-    """End the process as the interpreter would, less its teardown of every module's objects.
-
-    By the time a command returns, its store and connections are closed and its output written; what is left
-    is freeing the objects of the ~800 modules a sweep imports, one by one: ~0.08 s at every command's end.
-    The steps before that teardown are kept, in the interpreter's order: wait for the threads that are not
-    daemons (after the hooks that stop idle thread pools), atexit handlers, flush the standard streams.
-    """
-    shutdown = getattr(threading, "_shutdown", None)
-    status = _status(code)
-    if shutdown is None:  # pragma: no cover - not CPython: exit the ordinary way
-        sys.exit(status)
-    shutdown()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`| head`): what the interpreter then exits with
-            status = status or 120
-    os._exit(status)
-
-
-def _status(code: object) -> int:
-    """The exit status SystemExit(code) gives: None is 0, an int itself, anything else printed and 1."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1
+    app()
 
 
 def list_only() -> None:
