@@ -66,7 +66,8 @@ def test_the_fastest_passing_cell_of_a_new_scenario_is_named_with_its_command(tm
                              [{"when": {"attention-backend": broken}, "fail": NAN}])  # fmt: skip
     load = {"requests": 8, "concurrency": 4, "input_len": 32, "output_len": 32, "repeat": 3}
     matrix = {"matrix": {"attention-backend": backends, "cuda-graph-max-bs": [8, 16]}, "load": load}
-    sweep_id, cells, printed = sweep(tmp_path, "one", scenario, matrix, sshd)
+    # One server at a time: eight loads side by side on a small shared test machine measure its CPU, not them.
+    sweep_id, cells, printed = sweep(tmp_path, "one", scenario, matrix, sshd, "--serial")
 
     expected = {f"{b}/{s}": factors[b] * sizes[s] for b in backends if b != broken for s in sizes}
     fastest = max(expected, key=lambda key: expected[key])
@@ -101,8 +102,11 @@ def test_the_fastest_passing_cell_of_a_new_scenario_is_named_with_its_command(tm
     passing = [b for b in backends if b != broken]
     for faster in passing:
         for slower in passing:
-            moved = factors[faster] > factors[slower]
-            assert (("attention-backend", faster, slower) in effects) == moved, (faster, slower, effects)
+            # Never a value called faster than one it is not faster than; and a 1.4x difference or more always found.
+            if factors[faster] <= factors[slower]:
+                assert ("attention-backend", faster, slower) not in effects, (faster, slower, effects)
+            elif factors[faster] >= 1.4 * factors[slower]:
+                assert ("attention-backend", faster, slower) in effects, (faster, slower, effects)
 
 
 def test_a_ten_percent_slowdown_is_a_regression_and_a_change_in_the_noise_is_not(tmp_path: Path) -> None:
