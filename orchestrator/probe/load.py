@@ -11,6 +11,10 @@ A number is only kept when it is true (speed.py stores none otherwise, with why)
 every repeat answered, every answer had the tokens asked (a load that lost requests or got short
 answers measures a different load), and the known-answer prompt of the greedy probe, asked again
 within each repeat, still gets its known answer (a kernel that is fast because it is wrong is not fast).
+
+One load at a time per orchestrator: the requests' streams are read by this process, and eight loads side by
+side (a packed sweep) would measure how fast it reads them rather than how fast each server writes them.
+A launch whose probes passed while another cell's load runs waits for it (`waited_s`, not part of any figure).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from orchestrator.probe.client import ProbeClient
 from orchestrator.probe.speed import RepeatFigures, measured, not_measured
 from orchestrator.probe.wire import ChatReply, excerpt
 from orchestrator.settings import LoadSettings, ProbeSettings
+
+_ONE_AT_A_TIME = threading.Lock()
 
 _FILLER = (
     "measure", "serving", "speed", "with", "a", "steady", "stream", "of", "requests", "that", "ask", "for", "long",
@@ -128,6 +134,16 @@ def run_load(
     clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, Any]:
     """Run the load on a ready server that passed its probes; the `speed` object (probe/speed.py)."""
+    asked = clock()
+    with _ONE_AT_A_TIME:
+        began = clock()
+        speed = _measure(client, probes, load, timeout, clock)
+    return {**speed, "waited_s": round(began - asked, 4)}
+
+
+def _measure(
+    client: ProbeClient, probes: ProbeSettings, load: LoadSettings, timeout: float, clock: Callable[[], float]
+) -> dict[str, Any]:
     began = clock()
     spans = 0.0
     settings = load.to_dict()

@@ -3,8 +3,9 @@
 The `speed` object (stored in a run's outcome, shown per passing cell in `--json-out` and `table -f json`):
 `valid`, `why` (when not valid), `output_tok_s` {median, min, max} over the repeats, `request_s` (requests/s,
 same), `ttft_ms` and `itl_ms` {p50, p99} over every request of every repeat, `repeats` (each one's figures),
-`load` (the settings it ran with) and `overhead_s` (the orchestrator's own time outside the requests). An
-invalid load stores no figure: the numbers are null and `why` says what went wrong.
+`load` (the settings it ran with), `overhead_s` (the orchestrator's own time outside the requests) and
+`waited_s` (for another cell's load to end first, probe/load.py). An invalid load stores no figure: the numbers
+are null and `why` says what went wrong.
 
 Two measurements differ beyond the noise only when their bands [min, max] over the repeats do not overlap
 and the medians differ by more than NOISE_FLOOR: three repeats in one launch see less of the noise than a

@@ -6,6 +6,7 @@ by the test; the simulated SGLang (a real server process) serves at its scenario
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -121,3 +122,18 @@ def test_a_drifting_greedy_answer_on_the_simulated_host_has_no_speed(launch: Any
     drift = "[{when: {attention-backend: triton}, fail: {at: serving, kind: drift}}]"
     speed = _sim_speed(launch, tmp_path, "triton", drift)
     assert speed["valid"] is False and "expected one of ['Paris']" in speed["why"]
+
+
+def test_two_loads_of_a_packed_sweep_run_one_after_the_other(client: ProbeClient, canned: Canned) -> None:
+    canned.delay_s[CHAT] = 0.05
+    load = LoadSettings(requests=4, concurrency=2, input_len=8, output_len=16, repeat=1)
+    speeds: list[dict[str, Any]] = []
+    threads = [threading.Thread(target=lambda: speeds.append(run_load(client, PROBES, load, timeout=5)))
+               for _ in range(2)]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(s["valid"] for s in speeds) and canned.peak_inflight <= 2
+    # The second waited for the first's two rounds of 50 ms requests, and that wait is in no figure.
+    assert max(s["waited_s"] for s in speeds) >= 0.09 and min(s["waited_s"] for s in speeds) < 0.05
