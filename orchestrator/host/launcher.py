@@ -255,7 +255,3 @@ def leads_group(stat: bytes, pgid: int) -> bool:
     fields = stat[stat.rfind(b")") + 2 :].split()
     return len(fields) > 2 and fields[0] not in (b"Z", b"X") and fields[2] == str(pgid).encode()
 
-
-def run_dir_for(workdir: str, run_id: str) -> str:
-    """`<workdir>/runs/<run_id>` on the host."""
-    return posixpath.join(workdir, "runs", run_id)

@@ -372,7 +372,6 @@ LEVEL_ROWS: tuple[Signature, ...] = (
 """Rows matched by a line's level (ERROR, CRITICAL, FATAL), not its words: an error no other row names.
 Never fatal on their own line (the readiness wait does not stop on them): whether the server survived
 an error logged at ERROR level shows only in the lines after it."""
-ERROR_LEVEL_ROW = LEVEL_ROWS[0]
 
 BY_ID: dict[str, Signature] = {s.id: s for s in (*SIGNATURES, *LEVEL_ROWS)}
 

@@ -46,7 +46,3 @@ def estimate(cells: int, past_durations_s: Sequence[float], deadlines_s: float, 
         return Estimate(cells, float(median(past_durations_s)), f"past runs ({len(past_durations_s)})", parallel)
     return Estimate(cells, float(deadlines_s), "deadlines", parallel)
 
-
-def needs_confirmation(estimate_: Estimate, max_hours: float = DEFAULT_MAX_HOURS) -> bool:
-    """Whether the estimate exceeds the user's limit."""
-    return estimate_.hours > max_hours

@@ -10,7 +10,7 @@ from typing import Literal
 from orchestrator.transport.base import CommandResult, Transport, map_transport_errors
 from orchestrator.transport.breaker import HostBreaker, HostDown
 from orchestrator.transport.local import LocalTransport
-from orchestrator.transport.shell import Raw, Secret, ShellCommand, looks_secret, mask_env, quote
+from orchestrator.transport.shell import Raw, ShellCommand, looks_secret, mask_env, quote
 from orchestrator.transport.ssh_target import SshTarget
 
 __all__ = [
@@ -19,7 +19,6 @@ __all__ = [
     "HostDown",
     "LocalTransport",
     "Raw",
-    "Secret",
     "ShellCommand",
     "SshTarget",
     "Transport",

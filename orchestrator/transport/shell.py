@@ -11,7 +11,7 @@ import os
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from orchestrator.secret import MASK as MASK  # re-exported: the one mask, as the shell writes it
 from orchestrator.secret import is_secret_name, masked_names
@@ -19,19 +19,6 @@ from orchestrator.secret import is_secret_name, masked_names
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 Value = str | int | float | os.PathLike[str]
-
-
-@dataclass(frozen=True)
-class Secret:
-    """A value that is sent to the host but never printed, logged or stored."""
-
-    value: str = field(repr=False)
-
-    def __str__(self) -> str:
-        return MASK
-
-    def __repr__(self) -> str:
-        return f"Secret({MASK!r})"
 
 
 @dataclass(frozen=True)
@@ -66,38 +53,31 @@ def check_env_name(name: str) -> str:
 
 
 class ShellCommand:
-    """A shell command built from parts: values quoted, `Raw` verbatim, `Secret` masked in `str()`."""
+    """A shell command built from parts: values quoted, `Raw` verbatim. Secrets never travel on a command line
+    (they go over the launch channel's stdin, transport/launch.py), so what it prints is what it sends."""
 
-    __slots__ = ("_masked", "_raw")
+    __slots__ = ("_raw",)
 
     def __init__(self, *parts: Part) -> None:
-        raw: list[str] = []
-        masked: list[str] = []
-        for part in parts:
-            r, m = _render(part)
-            raw.append(r)
-            masked.append(m)
-        self._raw = " ".join(raw)
-        self._masked = " ".join(masked)
+        self._raw = " ".join(_render(part) for part in parts)
 
     @classmethod
-    def assign(cls, name: str, value: Value | Secret) -> ShellCommand:
+    def assign(cls, name: str, value: Value) -> ShellCommand:
         """One `NAME=value` word (an environment prefix or a shell assignment)."""
         check_env_name(name)
-        r, m = _render(value)
         cmd = cls()
-        cmd._raw, cmd._masked = f"{name}={r}", f"{name}={m}"
+        cmd._raw = f"{name}={_render(value)}"
         return cmd
 
     def raw(self) -> str:
-        """The command as sent to the host, secrets included."""
+        """The command as sent to the host."""
         return self._raw
 
     def __str__(self) -> str:
-        return self._masked
+        return self._raw
 
     def __repr__(self) -> str:
-        return f"ShellCommand({self._masked!r})"
+        return f"ShellCommand({self._raw!r})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ShellCommand) and other._raw == self._raw
@@ -109,16 +89,12 @@ class ShellCommand:
         return ShellCommand(self, other)
 
 
-Part = Value | Secret | Raw | ShellCommand
+Part = Value | Raw | ShellCommand
 
 
-def _render(part: Part) -> tuple[str, str]:
+def _render(part: Part) -> str:
     if isinstance(part, ShellCommand):
-        return part._raw, part._masked
+        return part._raw
     if isinstance(part, Raw):
-        return part.text, part.text
-    if isinstance(part, Secret):
-        # Quoted like any value; only the masked form is fixed, so its length leaks nothing.
-        return quote(part.value), MASK
-    quoted = quote(part)
-    return quoted, quoted
+        return part.text
+    return quote(part)

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator.matrix.grammar import FlagGrammar
-from orchestrator.matrix.validate import ArgvError, check_argv, parse_argparse_error, translate_cell
+from orchestrator.matrix.validate import ArgvError, check_argv, translate_cell
 from orchestrator.model import FlagValue
+from tests.matrix.argparse_oracle import parse_argparse_error
 from tests.paths import REPO, SGLANG_CAPTURES
 
 MODEL = ["--model-path", "/m"]

@@ -15,7 +15,7 @@ import pytest
 from tenacity import stop_after_attempt, wait_none
 
 from orchestrator.errors import ConnectFailed, ConnectionLost, HostKeyRejected
-from orchestrator.transport import Raw, Secret, ShellCommand, SshTarget, open_transport, ssh, ssh_channel
+from orchestrator.transport import Raw, ShellCommand, SshTarget, open_transport, ssh, ssh_channel
 from orchestrator.transport.ssh import SshTransport
 from tests.sshd_host import SshdHost, login_user
 
@@ -227,13 +227,6 @@ def test_injection_payloads_arrive_literally(sshd: SshdHost, transport: SshTrans
     log = (tmp_path / "log").read_text()
     assert out.read_bytes().decode().split("\0") == [*payloads, payloads[0] + payloads[8]], log
     assert not canary.exists()
-
-
-def test_shell_command_masks_secrets_in_what_is_shown() -> None:
-    cmd = ShellCommand.assign("HF_TOKEN", Secret("hf_abc$(x)")) + ShellCommand("python", "-m", "x", "--k", Secret("v"))
-    assert str(cmd) == "HF_TOKEN=*** python -m x --k ***"
-    assert cmd.raw() == "HF_TOKEN='hf_abc$(x)' python -m x --k v"
-    assert "hf_abc" not in repr(cmd)
 
 
 def test_proxy_command_from_ssh_config_carries_the_connection(sshd: SshdHost, tmp_path: Path) -> None:
