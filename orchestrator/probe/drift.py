@@ -115,3 +115,22 @@ def _evidence(dest: str, used: str, lines: list[str]) -> str | None:
     with_value = [line for line in naming if _norm(used) and _norm(used) in line.lower()]
     chosen = with_value or naming
     return chosen[0].strip() if chosen else None
+
+
+class FlagLines:
+    """Collects, as a log streams by, the lines that name one of a launch's flags: a drift's evidence."""
+
+    LIMIT = 200
+
+    def __init__(self, dests: Iterable[str]) -> None:
+        # A line names a flag by its dest (`chunked_prefill_size`) or its first words (`chunked prefill`).
+        self.words = [w for dest in dests for w in ([dest, " ".join(dest.split("_")[:2])] if "_" in dest else [dest])]
+        self.lines: list[str] = []
+
+    def wants(self, line: str) -> bool:
+        """Whether to keep `line` (it names a flag, and fewer than LIMIT are kept)."""
+        if len(self.lines) >= self.LIMIT or not self.words or "server_args=" in line:
+            return False
+        lowered = line.lower()
+        spaced = lowered.replace("-", " ").replace("_", " ")
+        return any(w in lowered or w in spaced for w in self.words)

@@ -19,7 +19,7 @@ from typing import Any
 from orchestrator.config.model import HostConfig, Matrix
 from orchestrator.errors import OrchestratorError
 from orchestrator.host.session import HostSession
-from orchestrator.matrix.cost import Estimate, Strategy, default_strategy
+from orchestrator.matrix.cost import Strategy, default_strategy
 from orchestrator.matrix.expand import expand
 from orchestrator.model import Cell
 from orchestrator.planning.known_bad import Proof
@@ -109,12 +109,11 @@ def _start(
         budget = None
         if strategy == "adaptive":
             budget = adaptive_budget(options.budget, len(cells), lane0, starts[lanes[0].name])
-        start = _joined(lanes, starts)
+        start = _joined([starts[lane.name] for lane in lanes])  # shown and stored: the first lane's facts
         every = sum(len(lane.preflight.plans) for lane in lanes if lane.preflight is not None)
         all_proofs = {k: v for by_lane in proofs.values() for k, v in by_lane.items()}
         room = None if budget is None else budget * len(lanes)
-        estimate = _estimate(store, lanes, options, start, all_proofs, room)
-        hooks.on_cost(LaunchCost.of(every, strategy, by_default, start, all_proofs, room, estimate))
+        hooks.on_cost(_cost(store, lanes, options, (every, strategy, by_default), start, all_proofs, room))
         settings = sweep_settings(matrix, lanes[0].first.config, options, lanes[0].first.config.scenario)
         settings["matrix_cells"] = every
         if budget is not None:
@@ -207,14 +206,13 @@ def _resume(
             raise OrchestratorError(
                 f"no host of sweep {sweep_id} is back ({', '.join(m.name for m in members)}): nothing can go on"
             )
-        owed = _joined_plans(owed_all)
+        owed = _joined(owed_all)
         all_proofs = {k: v for by_lane in proofs.values() for k, v in by_lane.items()}
         room = None if budget is None else max(0, budget * len(lanes) - spent) + len(owed.valid)
-        estimate = _estimate(store, lanes, options, owed, all_proofs, room)
         size = int(record.settings.get("matrix_cells") or whole_size or len(cells))
         try:
             # Asked before the plan grows in the store: a refused fill leaves the sweep as it was.
-            hooks.on_cost(LaunchCost.of(size, strategy, False, owed, all_proofs, room, estimate))
+            hooks.on_cost(_cost(store, lanes, options, (size, strategy, False), owed, all_proofs, room))
         except BaseException:
             if record.status != "running":
                 store.finish_sweep(sweep_id, record.status, record.ended_at)
@@ -226,7 +224,7 @@ def _resume(
             store.update_sweep_settings(sweep_id, {"strategy": strategy})
         if budget is not None and budget != record.settings.get("budget"):
             store.update_sweep_settings(sweep_id, {"budget": budget})
-        hooks.on_plan(_joined_plans(list(starts.values())))
+        hooks.on_plan(_joined(list(starts.values())))
         stopped, saved = run(store, sweep_id, matrix, options, hooks, lanes, proofs, starts, budget, resumed=True)
         return finish(store, sweep_id, options, members, stopped, saved)
     finally:
@@ -234,26 +232,19 @@ def _resume(
             member.leave()
 
 
-def _estimate(
-    store: Store,
-    lanes: Sequence[Lane],
-    options: SweepOptions,
-    start: Preflight,
-    proofs: Mapping[str, Proof],
-    most: int | None,
-) -> Estimate:
+def _cost(
+    store: Store, lanes: Sequence[Lane], options: SweepOptions, what: tuple[int, Strategy, bool], start: Preflight,
+    proofs: Mapping[str, Proof], most: int | None,
+) -> LaunchCost:  # fmt: skip
+    """The cost question's figures: (matrix cells, strategy, by default), the lanes' hosts side by side."""
     host = lanes[0].first.config
     hosts = sum(len(lane.members) for lane in lanes)
-    return plan_estimate(start, proofs, most, host, hosts, options.settings.deadlines, store.host_history(host.name),
-                         options.packed)  # fmt: skip
+    history = store.host_history(host.name)
+    estimate = plan_estimate(start, proofs, most, host, hosts, options.settings.deadlines, history, options.packed)
+    return LaunchCost.of(*what, start, proofs, most, estimate)
 
 
-def _joined(lanes: Sequence[Lane], starts: Mapping[str, Preflight]) -> Preflight:
-    """One preflight of every lane's chosen cells (the first lane's facts), as the plan is shown and stored."""
-    return _joined_plans([starts[lane.name] for lane in lanes])
-
-
-def _joined_plans(parts: Sequence[Preflight]) -> Preflight:
+def _joined(parts: Sequence[Preflight]) -> Preflight:
     return replace(parts[0], plans=[p for part in parts for p in part.plans])
 
 

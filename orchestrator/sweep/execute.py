@@ -26,7 +26,7 @@ from orchestrator.knowledge.markers import phase_of_line
 from orchestrator.model import Phase, ProbeOutcome, ProbeResult, Verdict
 from orchestrator.probe.client import ProbeClient
 from orchestrator.probe.decode import run_probes
-from orchestrator.probe.drift import asked_flags, find_drift
+from orchestrator.probe.drift import FlagLines, asked_flags, find_drift
 from orchestrator.probe.load import run_load
 from orchestrator.probe.progress import ProgressTracker
 from orchestrator.probe.ready import LogProgress, wait_ready
@@ -89,9 +89,8 @@ class LiveLog:
         self.listening_line: str | None = None
         """The server's own `Uvicorn running on http://HOST:PORT` line, once printed."""
         self.progress = ProgressTracker()
-        self._flag_words = flag_words(flags)
-        self.flag_lines: list[str] = []
-        """Lines that name a flag of the launch (evidence of a flag the server changed), masked, at most 200."""
+        self.flag_lines = FlagLines(flags)
+        """Lines that name a flag of the launch (evidence of a flag the server changed), masked."""
         self.progress_at: float | None = None
         """time.monotonic() when the log last showed progress (a new line, a bar that moved)."""
         self.timings: dict[str, float] = {}
@@ -133,8 +132,8 @@ class LiveLog:
                 self.listening_line = line
             if self.progress.feed(line):
                 self.progress_at = time.monotonic()
-            if len(self.flag_lines) < FLAG_LINES and self._flag_words and _names_a_flag(line, self._flag_words):
-                self.flag_lines.append(self.masker.text(line.strip()))
+            if self.flag_lines.wants(line):
+                self.flag_lines.lines.append(self.masker.text(line.strip()))
 
 
 def execute_run(
@@ -201,7 +200,7 @@ def execute_run(
         marks.mark("stop_s")
         live.drain()
     evidence = _final_evidence(session, spec, live)
-    drift = find_drift(asked, evidence.server_args, info, live.flag_lines) if ready.ready else {}
+    drift = find_drift(asked, evidence.server_args, info, live.flag_lines.lines) if ready.ready else {}
     marks.mark("harvest_s")  # the last log bytes after the stop count as harvest too
     outcome = ProbeOutcome(
         reached_ready=ready.ready,
@@ -228,24 +227,6 @@ def execute_run(
     marks.mark("gpu_free_s")
     live.timings["total"] = round(time.monotonic() - started, 3)
     return RunReport(outcome, evidence, verdict, live.timings, launch.pgid, released, leftovers, launch)
-
-
-FLAG_LINES = 200
-
-
-def flag_words(dests: Iterable[str]) -> list[str]:
-    """What a log line names a flag by: its dest (`chunked_prefill_size`) or its first words (`chunked prefill`)."""
-    found = []
-    for dest in dests:
-        words = dest.split("_")
-        found += [dest, " ".join(words[:2])] if len(words) >= 2 else [dest]
-    return found
-
-
-def _names_a_flag(line: str, words: list[str]) -> bool:
-    lowered = line.lower()
-    spaced = lowered.replace("-", " ").replace("_", " ")
-    return "server_args=" not in line and any(w in lowered or w in spaced for w in words)
 
 
 class _Marks:

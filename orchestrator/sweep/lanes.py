@@ -32,7 +32,7 @@ from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched
 from orchestrator.sweep.connect import open_host
 from orchestrator.sweep.hostdown import Announce, HostWatch
 from orchestrator.sweep.preflight import Preflight, run_preflight
-from orchestrator.sweep.scheduler import EventSink, Job, Scheduler
+from orchestrator.sweep.scheduler import Job, Scheduler
 from orchestrator.transport import HostBreaker
 
 T = TypeVar("T")
@@ -273,17 +273,3 @@ def each(
         raise
     if errors and (reraise or not isinstance(errors[0], OrchestratorError)):
         raise errors[0]
-
-
-__all__ = [
-    "EventSink",
-    "Lane",
-    "LaneRun",
-    "Member",
-    "each",
-    "join_hosts",
-    "lane_key",
-    "laned",
-    "pool_lanes",
-    "run_lanes",
-]
