@@ -16,14 +16,14 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
+from orchestrator.cli.common import FORMAT_HELP, exits_on_error, json_wanted, make_console, open_store, resolve_host
 from orchestrator.cli.root import app
 from orchestrator.config.load import matrix_from_yaml
 from orchestrator.config.model import EnvValue, HostConfig, SecretRef
@@ -51,17 +51,19 @@ REPRODUCED, COULD_NOT_RUN, FAILED_DIFFERENTLY = 1, 2, 3
 
 @app.command()
 def repro(
-    run: Annotated[str, typer.Argument(help="The run to reproduce (id or unique prefix).")],
+    run: Annotated[str, typer.Argument(help="The run to reproduce: its id or a unique prefix, or SWEEP:CELL.")],
     script: Annotated[bool, typer.Option("--script", help="Print a standalone bash script instead.")] = False,
     host: Annotated[str | None, typer.Option(help="Re-run on this host (default: the run's own).")] = None,
     db: Annotated[Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB or ./orchestrator.db).")] = None,
     hosts_file: Annotated[Path | None, typer.Option("--hosts", help="Hosts inventory.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print both verdicts as one JSON object.")] = False,
+    fmt: Annotated[Literal["term", "json"] | None, typer.Option("--format", "-f", help=FORMAT_HELP)] = None,
 ) -> None:
     """Re-run one run's exact command, environment and probes in a new run, and set the verdicts side by side.
 
     Exit 0: no failure; 1: the failure reproduced; 2: could not re-run; 3: it failed differently.
     """
+    as_json = json_wanted(as_json, fmt)
     with exits_on_error(COULD_NOT_RUN), open_store(db, create=False) as store:
         original = store.get_run(run)
         sweep = store.get_sweep(original.sweep_id)

@@ -6,18 +6,18 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
 
-from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
+from orchestrator.cli.common import FORMAT_HELP, exits_on_error, json_wanted, make_console, open_store, resolve_host
 from orchestrator.cli.root import app
 from orchestrator.config.model import HostConfig, Matrix
 from orchestrator.matrix.argv import cell_from_argv
 from orchestrator.model import Cell, Phase
 from orchestrator.settings import Deadlines
-from orchestrator.store.records import RunRecord, SweepRecord
+from orchestrator.store.records import COMMAND_LINE, RunRecord, SweepRecord
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.connect import open_host
 from orchestrator.sweep.engine import SweepHooks, SweepOptions, run_sweep
@@ -36,11 +36,13 @@ def run(
     host: Annotated[str, typer.Option(help="Host from hosts.yaml, or sim (the default: simulated, no GPU).")] = "sim",
     scenario: Annotated[Path | None, typer.Option(help="Scenario file of the simulated host.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as one JSON object.")] = False,
+    fmt: Annotated[Literal["term", "json"] | None, typer.Option("--format", "-f", help=FORMAT_HELP)] = None,
     db: Annotated[Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB or ./orchestrator.db).")] = None,
     hosts_file: Annotated[Path | None, typer.Option("--hosts", help="Hosts inventory.")] = None,
 ) -> None:
     """Launch one SGLang server with the flags after `--`, probe it for real, and print the verdict."""
     argv = list(ctx.args)
+    as_json = json_wanted(as_json, fmt)
     console = make_console(stderr=as_json)
     with exits_on_error():
         host_config = resolve_host(host, scenario=scenario, hosts_file=hosts_file)
@@ -91,7 +93,7 @@ def one_cell_matrix(host: HostConfig, argv: list[str]) -> Matrix:
         session.close()
     text = "# orchestrator run\nflags:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in cell.flags.items())
     # Every given flag is a one-value axis: the table then shows them all, and expansion gives one cell.
-    return Matrix(name="run", path="<command line>", text=text, axes={k: [v] for k, v in cell.flags.items()})
+    return Matrix(name="run", path=COMMAND_LINE, text=text, axes={k: [v] for k, v in cell.flags.items()})
 
 
 def run_payload(store: Store, run: RunRecord) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """`python -m orchestrator.sim --scenario FILE <SGLang flags>`: start one simulated SGLang server.
 
-Reads ORCH_SIM_SCENARIO when --scenario is absent, ORCH_SIM_GPU_STATE for the host's GPU state directory,
+Reads ORCH_SIM_SCENARIO when --scenario is absent (neither: the shipped default, the demo's incident),
+ORCH_SIM_GPU_STATE for the host's GPU state directory,
 ORCH_SIM_GPUS for its GPU count (else the scenario's), CUDA_VISIBLE_DEVICES for the GPUs its ranks take,
 ORCH_SIM_GRAMMARS to read grammars from elsewhere. `--host-facts` prints the simulated host's SGLang version
 and packages as JSON instead of starting a server.
@@ -21,7 +22,7 @@ from orchestrator.sim.errors import ConfigError
 from orchestrator.sim.launch import prepare
 from orchestrator.sim.logfmt import STDERR, LogWriter
 from orchestrator.sim.releases import release_of
-from orchestrator.sim.scenario import Scenario, load_scenario
+from orchestrator.sim.scenario import DEFAULT_SCENARIO, Scenario, load_scenario
 from orchestrator.sim.server import SimServer
 
 SCENARIO_ENV = "ORCH_SIM_SCENARIO"
@@ -36,9 +37,7 @@ def main(argv: list[str] | None = None, *, began: float | None = None) -> int:
     pre.add_argument("--host-facts", action="store_true")
     known, sglang_args = pre.parse_known_args(sys.argv[1:] if argv is None else argv)
     log = LogWriter()
-    if not known.scenario:
-        log.raw(f"{PROG}: error: --scenario FILE (or {SCENARIO_ENV}) is required", fd=STDERR)
-        return 2
+    known.scenario = known.scenario or str(DEFAULT_SCENARIO)  # none given: the demo's incident, shipped
     try:
         scenario, grammar = load_scenario(known.scenario)
     except ConfigError as exc:

@@ -225,6 +225,11 @@ class Scenario(_Record):
         return build(cls, {k: v for k, v in data.items() if v is not None or k == "version"})
 
 
+DEFAULT_SCENARIO = Path(__file__).resolve().parent / "scenarios" / "default.yaml"
+"""The scenario of a simulated host given none: the demo's incident (configs/sim/glm5-nvfp4-sm120.yaml), shipped
+with the package so that `--host sim` works from any directory."""
+
+
 def load_scenario(path: str | Path) -> tuple[Scenario, FlagGrammar]:
     """Read, validate and check a scenario against its release's flag grammar."""
     file = str(path)

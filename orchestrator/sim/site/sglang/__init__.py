@@ -13,7 +13,7 @@ from typing import Any
 def __getattr__(name: str) -> Any:
     # Read lazily: `python -m sglang.launch_server` imports this package first and may name its scenario itself.
     if name == "__version__":
-        from orchestrator.sim.scenario import load_scenario
+        from orchestrator.sim.scenario import DEFAULT_SCENARIO, load_scenario
 
-        return load_scenario(os.environ["ORCH_SIM_SCENARIO"])[0].version
+        return load_scenario(os.environ.get("ORCH_SIM_SCENARIO") or DEFAULT_SCENARIO)[0].version
     raise AttributeError(name)
