@@ -28,7 +28,9 @@ from orchestrator.secret import SecretRef
 from orchestrator.sweep.cell_run import Slot, build_spec
 from orchestrator.transport.launch import LaunchRequest
 from orchestrator.transport.local import LocalTransport
-from tests.paths import CASES, SGLANG_CAPTURES
+from tests.paths import CASES, SGLANG_CAPTURES, require_fixtures
+
+require_fixtures()
 
 MATRIX_CASES = CASES / "matrix"
 LAUNCH_CASES = CASES / "launch"

@@ -19,7 +19,9 @@ from orchestrator.classify.verdict import classify
 from orchestrator.harvest.evidence import EvidenceBuilder, extract_evidence
 from orchestrator.model import Category, ProbeOutcome
 from tests.paths import CASES as ALL_CASES
-from tests.paths import CRASH_LOGS
+from tests.paths import CRASH_LOGS, require_fixtures
+
+require_fixtures()
 
 CASES = ALL_CASES / "classify"
 LABELS = [json.loads(line) for line in (CRASH_LOGS / "labels.jsonl").read_text().splitlines() if line.strip()]

@@ -12,7 +12,9 @@ from typer.testing import CliRunner
 
 from orchestrator.cli import app
 from orchestrator.cli import classify as cli_classify
-from tests.paths import CRASH_LOGS
+from tests.paths import CRASH_LOGS, require_fixtures
+
+require_fixtures()
 
 runner = CliRunner()
 

@@ -11,8 +11,10 @@ from orchestrator.cli import app
 from orchestrator.matrix.flags import canonical_name, spellings
 from orchestrator.matrix.shipped import shipped_grammar, shipped_versions
 from tests.fault_harness import wait_for
-from tests.paths import SGLANG_CAPTURES
+from tests.paths import SGLANG_CAPTURES, require_fixtures
 from tests.simhost import orchestrator, processes_under, write_hosts
+
+require_fixtures()
 
 HELP_059 = SGLANG_CAPTURES / "0.5.9" / "help.txt"
 MATRIX = """name: typos

@@ -195,7 +195,9 @@ def test_feed_line_numbers_and_tail() -> None:
 
 
 def test_evidence_round_trips_through_dict(tmp_path: object) -> None:
-    from tests.paths import CRASH_LOGS
+    from tests.paths import CRASH_LOGS, require_fixtures
+
+    require_fixtures()
 
     for log in sorted(CRASH_LOGS.glob("*.log")):
         ev = feed(log.read_bytes())

@@ -14,7 +14,9 @@ from orchestrator.knowledge.fatal import is_fatal_line
 from orchestrator.knowledge.markers import MARKERS, phase_of_line
 from orchestrator.knowledge.signatures import SIGNATURES
 from orchestrator.model import Phase
-from tests.paths import CRASH_LOGS
+from tests.paths import CRASH_LOGS, require_fixtures
+
+require_fixtures()
 
 TS = "[2025-05-09 19:11:16 TP0] "
 

@@ -9,7 +9,9 @@ from orchestrator.harvest.evidence import extract_evidence
 from orchestrator.knowledge.argnames import ARGUMENT_NAMES
 from orchestrator.knowledge.vocabulary import names_argument
 from orchestrator.model import Category
-from tests.paths import SGLANG_CAPTURES
+from tests.paths import SGLANG_CAPTURES, require_fixtures
+
+require_fixtures()
 
 C = Category
 TB = ['Traceback (most recent call last):', '  File "/app/x.py", line 3, in main', "    run()"]
@@ -196,3 +198,46 @@ def test_an_nccl_peer_with_no_route_is_a_distributed_failure() -> None:
 
 def test_not_support_in_its_broken_english_form_is_unsupported() -> None:
     assert classify(extract_evidence(["RuntimeError: Not support device type: cpu"])).category is C.UNSUPPORTED_CONFIG
+
+
+def test_a_gpu_architecture_a_library_does_not_know_is_an_architecture_refusal() -> None:
+    # A chained KeyError: the bare key first, then the library's own words naming the unknown gfx id; the
+    # words decide, although the raise happened inside a JIT package's directory.
+    lines = ["Traceback (most recent call last):",
+             '  File "/usr/lib/python3/dist-packages/lib/jit/utils/chip_info.py", line 63, in get_gfx',
+             "    return gfx_mapping[name]",
+             "KeyError: 'gfx1101'",
+             "During handling of the above exception, another exception occurred:",
+             "Traceback (most recent call last):",
+             '  File "/usr/lib/python3/dist-packages/lib/jit/utils/chip_info.py", line 65, in get_gfx',
+             "    raise KeyError(",
+             "KeyError: \"Unknown GPU architecture: gfx1101. Supported architectures: ['gfx90a', 'gfx942']\""]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.KERNEL_NOT_SUPPORTED_ON_ARCH, lines[-1])
+
+
+@pytest.mark.parametrize(
+    ("message", "arch"),
+    [
+        ("ValueError: unrecognized device gfx90a", True),
+        ("RuntimeError: Unknown CUDA arch sm_120", True),
+        # "unknown" far from the architecture word, or about a model's architecture, is no refusal of the GPU.
+        ("RuntimeError: CUDA error: unknown error on node a100-7 (NVIDIA A100)", False),
+        ("ValueError: Unknown model architecture: FooForCausalLM", False),
+    ],
+)
+def test_unknown_names_the_architecture_only_when_it_qualifies_it(message: str, arch: bool) -> None:
+    category = classify(extract_evidence([message])).category
+    assert (category is C.KERNEL_NOT_SUPPORTED_ON_ARCH) is arch, category
+
+
+def test_a_config_validation_error_that_refuses_a_combination_is_unsupported() -> None:
+    refused = [*TB, "pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig",
+               "Value error, Model Runner V2 does not yet support: ngram speculative decoding [type=value_error, "
+               "input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]"]
+    verdict = classify(extract_evidence(refused))
+    assert (verdict.category, verdict.root_cause_line) == (C.UNSUPPORTED_CONFIG, refused[-1])
+    # A value rejected for itself stays an argument error.
+    rejected = [*refused[:-1], "  Value error, max_model_len (40960) is greater than the derived max_model_len "
+                "(32768). [type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]"]
+    assert classify(extract_evidence(rejected)).category is C.INVALID_ARGUMENT

@@ -32,8 +32,10 @@ from orchestrator.sim.grammar import FlagGrammar as SimGrammar
 from orchestrator.store import Store
 from orchestrator.store.records import cell_from_row, cell_to_row
 from tests.faults_support import write_hosts, write_scenario
-from tests.paths import SGLANG_CAPTURES
+from tests.paths import SGLANG_CAPTURES, require_fixtures
 from tests.simhost import orchestrator, processes_under
+
+require_fixtures()
 
 HELP_FILES = sorted(SGLANG_CAPTURES.glob("*/help.txt"))
 

@@ -11,7 +11,9 @@ import pytest
 from orchestrator.matrix import gen_grammars
 from orchestrator.matrix.grammar import FlagGrammar, FlagSpec
 from orchestrator.matrix.helptext import parse_help
-from tests.paths import REPO, SGLANG_CAPTURES
+from tests.paths import REPO, SGLANG_CAPTURES, require_fixtures
+
+require_fixtures()
 
 VERSIONS = ("0.5.9", "0.5.23")
 # Where the capture's flags.json is weaker than the help text: it prints a metavar for the

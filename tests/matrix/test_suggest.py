@@ -14,8 +14,10 @@ from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help, version_of_capture
 from orchestrator.matrix.suggest import suggestions
 from orchestrator.matrix.validate import translate_cell
-from tests.paths import REPO, SGLANG_CAPTURES
+from tests.paths import REPO, SGLANG_CAPTURES, require_fixtures
 from tests.simhost import orchestrator, write_hosts
+
+require_fixtures()
 
 HELP_FILES = sorted(SGLANG_CAPTURES.glob("*/help.txt"))
 MODEL = {"model-path": "/m"}

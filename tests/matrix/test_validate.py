@@ -13,7 +13,9 @@ from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.validate import ArgvError, check_argv, translate_cell
 from orchestrator.model import FlagValue
 from tests.matrix.argparse_oracle import parse_argparse_error
-from tests.paths import REPO, SGLANG_CAPTURES
+from tests.paths import REPO, SGLANG_CAPTURES, require_fixtures
+
+require_fixtures()
 
 MODEL = ["--model-path", "/m"]
 

@@ -21,7 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.paths import FIXTURES, REPO
+from tests.paths import FIXTURES, REPO, require_fixtures
+
+require_fixtures()
 
 GLM = REPO / "configs" / "sim" / "glm5-nvfp4-sm120.yaml"
 GLM_0523 = REPO / "configs" / "sim" / "glm5-nvfp4-sm120-0.5.23.yaml"

@@ -22,7 +22,9 @@ from orchestrator.sim.launch import prepare, rank_configs
 from orchestrator.sim.phases import Phase
 from orchestrator.sim.plan import LaunchPlan, make_plan
 from orchestrator.sim.scenario import Scenario, load_scenario
-from tests.paths import FIXTURES, REPO
+from tests.paths import FIXTURES, REPO, require_fixtures
+
+require_fixtures()
 
 GLM = REPO / "configs" / "sim" / "glm5-nvfp4-sm120.yaml"
 GLM_0523 = REPO / "configs" / "sim" / "glm5-nvfp4-sm120-0.5.23.yaml"
