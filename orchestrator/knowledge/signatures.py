@@ -124,7 +124,7 @@ SIGNATURES: tuple[Signature, ...] = (
     sig("not_supported", C.UNSUPPORTED_CONFIG, 50,
         r"(?i)\b(?:is|are) not (?:yet )?supported\b|\bnot (?:yet )?supported (?:for|with|by|when|on|in)\b"
         r"|\bunsupported (?:\w+ ){0,2}(?:config\w*|combination|dtype|data ?type|quantization|model|backend|option"
-        r"|mode|value|format|feature|arch\w*)\b|\bdoes(?: not|n't) support\b|\bonly supports?\b",
+        r"|mode|value|format|feature|arch\w*)\b|\bdoes(?: not|n't) (?:yet )?support\b|\bonly supports?\b",
         ("support", "Support"),
         example="ValueError: This configuration is not supported on this platform."),
     sig("flag_combination", C.UNSUPPORTED_CONFIG, 55,

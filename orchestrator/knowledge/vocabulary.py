@@ -15,7 +15,7 @@ from orchestrator.knowledge.argnames import ARGUMENT_NAMES
 ARCH = (
     r"(?:\bsm_?\d{2,3}[af]?\b|\bSM ?\d{2,3}[af]?\b|\bcompute[ _]capabilit(?:y|ies)\b|\b(?:device|cuda) capability\b"
     r"|\bcapability[ :=]+\d+(?:\.\d)?\b|(?<!odel )(?<!odel_)\barch(?:itecture)?s?\b(?!\W{0,5}\w*(?:For[A-Z]|Model\b))"
-    r"|\bgfx\d{3,4}[a-z]?\b"
+    r"|\bgfx\d{2,4}[a-z]?\b"
     r"|\b(?:Kepler|Maxwell|Pascal|Volta|Turing|Ampere|Ada(?: Lovelace)?|Hopper|Blackwell|CDNA\d?|RDNA\d?)\b"
     r"|\b(?:A10G?|A30|A40|A100|A800|A6000|H20|H100|H200|H800|B100|B200|B300|GB200|GB300|L4|L20|L40S?|T4|V100|P100"
     r"|RTX ?(?:PRO ?)?\d{4}\w*|MI\d{3}X?)\b"
@@ -26,11 +26,15 @@ ARCH = (
 _REFUSAL = (
     r"(?:\bnot (?:yet )?(?:supported|available|implemented|compiled|built)\b|\bunsupported\b|\bonly supports?\b"
     r"|\bonly (?:be )?(?:supported|available|works?|runs?)\b|\brequires?\b|\bno (?:kernel|implementation)s?\b"
-    r"|\bdoes(?:n't| not) support\b|\bnot (?:support|work)\w*\b|\bminimum (?:capability|arch\w*)\b"
+    r"|\bdoes(?:n't| not) (?:yet )?support\b|\bnot (?:support|work)\w*\b|\bminimum (?:capability|arch\w*)\b"
     r"|\bonly\b.{0,80}\b(?:is|are) supported\b)"
 )
-ARCH_REFUSAL = re.compile(rf"(?i:{_REFUSAL}).{{0,100}}{ARCH}|{ARCH}.{{0,100}}(?i:{_REFUSAL})")
-"""A refusal and an architecture in one message, in either order."""
+_UNKNOWN_ARCH = (
+    rf"(?i:\b(?:unknown|unrecogni[sz]ed)\W+(?:(?:GPU|device|target|chip|hardware|CUDA|AMD|NVIDIA)\W+)?){ARCH}"
+)
+ARCH_REFUSAL = re.compile(rf"(?i:{_REFUSAL}).{{0,100}}{ARCH}|{ARCH}.{{0,100}}(?i:{_REFUSAL})|{_UNKNOWN_ARCH}")
+"""A refusal and an architecture in one message, in either order. A GPU architecture a table does not know
+(`Unknown GPU architecture: gfx1101`) is a refusal too: the library has nothing for that GPU."""
 
 DISTRIBUTED = (
     r"(?:\bc10d\b|\b[Gg]loo\b|\bGLOO\b|\b[Rr]endezvous\b|\brdzv\w*|\bTCPStore\b|\bProcessGroup\w*|\bibv_\w+"

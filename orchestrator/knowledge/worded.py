@@ -28,7 +28,7 @@ _REJECTION = (
 WORDED: tuple[Signature, ...] = (
     sig("arch_refusal", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 74, ARCH_REFUSAL.pattern,
         ("support", "Support", "SUPPORT", "requir", "Requir", "only", "Only", "implement", "compiled", "built",
-         "available", "kernel", "inimum"),
+         "available", "kernel", "inimum", "nknown", "nrecogni"),
         example="RuntimeError: Assertion error (csrc/apis/attention.hpp:211): Unsupported architecture"),
     sig("kernel_library_undefined", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 62,
         rf"^(?:[\w.]+\.)?NameError: name '{KERNEL_LIBRARIES}' is not defined", "NameError",
@@ -46,6 +46,15 @@ WORDED: tuple[Signature, ...] = (
     sig("config_validation", C.INVALID_ARGUMENT, 52, r"(?:^|\s)Value error, \S", "Value error, ",
         phase=P.ARG_PARSE, any_level=True,
         example="Value error, max_model_len (40960) is greater than the derived max_model_len (32768). "
+        "[type=value_error, input_value=ArgsKwargs((), {...}), input_type=ArgsKwargs]"),
+    # A validation error whose message refuses a combination says more than its carrier: the engine does not support
+    # what was asked together (or for this model), so the refusal decides, as it would outside pydantic.
+    sig("config_refusal", C.UNSUPPORTED_CONFIG, 54,
+        r"(?:^|\s)Value error, .{0,200}?(?i:\b(?:is|are) not (?:yet )?supported\b|\bdoes(?: not|n't) (?:yet )?support\b"
+        r"|\bunsupported\b|\bnot (?:yet )?supported (?:for|with|by|when|on|in)\b|\bcannot be (?:used|combined|enabled) "
+        r"(?:together )?with\b|\b(?:is|are) (?:not compatible|incompatible) with\b)",
+        "Value error, ", phase=P.ARG_PARSE, any_level=True,
+        example="Value error, Model Runner V2 does not yet support: ngram/ngram_gpu speculative decoding "
         "[type=value_error, input_value=ArgsKwargs((), {...}), input_type=ArgsKwargs]"),
     sig("validation_error_header", C.INVALID_ARGUMENT, 46, r"ValidationError: \d+ validation errors? for \w",
         "ValidationError", phase=P.ARG_PARSE, any_level=True,

@@ -12,7 +12,9 @@ import re
 import sys
 from types import ModuleType
 
-from tests.paths import CRASH_LOGS, REPO
+from tests.paths import CRASH_LOGS, REPO, require_fixtures
+
+require_fixtures()
 
 REAL_LOGS = REPO / "tests" / "data" / "real-logs"
 CATEGORIES = {
@@ -99,14 +101,15 @@ def test_floors_on_the_checking_part() -> None:
     scored = [s for d in ev.DEFAULT_DIRS if d.is_dir() for s in ev.score_folder(d)]
     checking = ev.figures(ev.split(scored)["checking"])
     assert checking["logs"] >= 50
-    # Issue 32's target is 0.90 for all three; these floors guard what the checking part reaches today (category
-    # 0.85, root line 0.91, similar 0.89 on 44 failing + 9 healthy logs, scripts/eval-classify --split) against
-    # regressions, and rise as general rules land. Similar fell from 0.92 to 0.89 when 36 new real logs joined the
-    # checking part: the neighbours were tuned on the fitting part only, and the checking part is never tuned on.
+    # Issue 32's target is 0.90 for all three; these floors guard what the checking part has reached (category
+    # 0.86, similar 0.91 on 54 failing + 11 healthy logs, scripts/eval-classify --split) against regressions, and
+    # rise as general rules land; they are never lowered. Its root line was 0.91 on 53 logs and is 0.89 since 12 of
+    # 30 new real logs fell to it: the floor stays at 0.90, and the checking part is never tuned on to get it back.
+    # Similar fell from 0.92 to 0.89 when 36 earlier logs joined it, and is 0.91 now.
     assert checking["healthy_false_alarms"] == 0, checking
     assert checking["root_cause_line"] >= 0.90, checking
-    assert checking["category_accuracy"] >= 0.84, checking
-    assert checking["similar_precision"] >= 0.88, checking
+    assert checking["category_accuracy"] >= 0.86, checking
+    assert checking["similar_precision"] >= 0.91, checking
 
 
 def test_a_healthy_label_without_a_line_is_found_by_a_healthy_verdict() -> None:
