@@ -135,6 +135,8 @@ class Explanation:
     """Infra and skipped cells, which never tested SGLang."""
     speed_effects: tuple[SpeedEffect, ...] = ()
     """Flag values that move the passing cells' throughput beyond the noise (analysis/speed.py)."""
+    speed_measured: int = 0
+    """Passing cells with a valid speed that `speed_effects` weighed."""
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -153,6 +155,7 @@ class Explanation:
             "pass_total": self.pass_total,
             "excluded": self.excluded,
             "speed_effects": [e.to_dict() for e in self.speed_effects],
+            "speed_measured": self.speed_measured,
         }
 
 
@@ -179,7 +182,8 @@ def explain(view: SweepView, *, max_findings: int = 5, speeds: Speeds | None = N
         reports = [_localised(r, groups[r.category], passes, with_install, found, view.sweep_id) for r in reports]
     reports.sort(key=lambda g: (-len(g.failing), g.category))
     effects = speed_effects(view, speeds) if speeds else ()
-    return Explanation(view.sweep_id, tuple(reports), flaky, len(passes), len(view.cells) - len(tested), effects)
+    excluded = len(view.cells) - len(tested)
+    return Explanation(view.sweep_id, tuple(reports), flaky, len(passes), excluded, effects, len(speeds or {}))
 
 
 def group_of(cell: CellOutcome) -> str:

@@ -126,6 +126,8 @@ def explanation_renderable(e: Explanation) -> RenderableType:
         for i, effect in enumerate(e.speed_effects, 1):
             table.add_row(str(i), effect.text, str(effect.pairs), f"{effect.ratio:.2f}")
         parts.append(table)
+    elif e.speed_measured:
+        parts.append(Text(_no_speed_effect(e)))
     return Group(*parts)
 
 
@@ -163,6 +165,8 @@ def _comparison_md(c: Comparison) -> str:
 
 def _explanation_md(e: Explanation) -> str:
     speed = [f"- **speed**: {_escape(effect.text)}" for effect in e.speed_effects[:SUMMARY_FINDINGS]]
+    if not speed and e.speed_measured:
+        speed = [f"- **speed**: {_no_speed_effect(e)}"]
     if not e.groups:
         head = f"**Why cells fail** (`{e.sweep_id}`): no cell failed ({e.pass_total} passed)."
         return "\n".join([head, *speed]) + "\n"
@@ -178,6 +182,10 @@ def _explanation_md(e: Explanation) -> str:
     if e.flaky:
         lines.append(f"- flaky, left out of every group: {_escape(_flaky(e.flaky))}")
     return "\n".join([*lines, *speed]) + "\n"
+
+
+def _no_speed_effect(e: Explanation) -> str:
+    return f"no flag value moves output tok/s beyond the noise ({e.speed_measured} measured passing cells)"
 
 
 def _speed_rows(c: Comparison) -> list[tuple[str, str, str, str]]:

@@ -95,7 +95,9 @@ def matrix_from_yaml(doc: LoadedYaml) -> Matrix:
 
 
 def _with_load(model: MatrixFile) -> ProbeSettings:
-    """The probes with the matrix's `load:` (`off`: none; not given: the standard load)."""
+    """The probes with the matrix's `load:` (`off`: none; not given: the standard load, or `probes: {load: ...}`)."""
+    if "load" not in model.model_fields_set:
+        return model.probes
     load = None if model.load is None else LoadSettings(**model.load.model_dump())
     return replace(model.probes, load=load)
 

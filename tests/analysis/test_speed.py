@@ -70,3 +70,12 @@ def test_a_difference_in_one_pair_only_is_not_an_effect() -> None:
     speeds[first_fa3.cell_id] = _band(1300.0)
     effects = speed_effects(view(cells), speeds)
     assert all(e.flag != "attention-backend" for e in effects)
+
+
+def test_explain_says_when_no_flag_value_moves_the_speed() -> None:
+    cells = _cells()
+    explained = explain(view(cells), speeds={c.cell_id: _band(1000.0) for c in cells})
+    assert explained.speed_effects == () and explained.to_dict()["speed_measured"] == 4
+    line = "no flag value moves output tok/s beyond the noise (4 measured passing cells)"
+    assert line in render_explanation(explained, "term", width=160) and line in render_explanation(explained, "md")
+    assert "output tok/s" not in render_explanation(explain(view(cells)), "term")  # nothing measured: nothing said
