@@ -3,7 +3,8 @@
 The prefixes met in SGLang logs and in the vLLM/PyTorch/Ray logs that fail the same way:
 `[2025-05-09 19:11:16 TP0] `, `[11:19:46 TP0] `, `[ts] INFO server_args.py:1974: `, `INFO:     ` (uvicorn),
 `(EngineCore_DP0 pid=123) ERROR 09-27 11:31:49 [core.py:718] `, `ERROR 12-05 20:24:46 engine.py:366] `,
-`2025-03-27 21:33:31,320 - INFO - `, `[rank0]:`, `[gpu_id=0] ` (old SGLang), glog `W0101 12:00:00.1 42 x.cc:12] `.
+`2025-03-27 21:33:31,320 - INFO - `, `[rank0]:`, `[gpu_id=0] ` (old SGLang), glog `W0101 12:00:00.1 42 x.cc:12] `,
+syslog and journalctl `Aug 19 18:34:27 node vllm[8727]: `.
 Excerpts pasted into issues lose characters (`RROR 12-18 ...`), so the level word is optional and any upper-case
 run is accepted.
 
@@ -34,6 +35,10 @@ _BRACKET_LEVEL = re.compile(rf"\[[\w.\-]+\] ({_LEVEL}):? ")
 _VLLM = re.compile(r"(?:([A-Z]{1,8}) )?(\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.\-]+:\d+\]? ?")
 _ISO = re.compile(r"\[?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))\]?\s")
 """A CI runner's or container runtime's own timestamp in front of the server's line (`[2025-11-06T02:10:00.702Z] `)."""
+_SYSLOG = re.compile(r"([A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) [\w.\-]+ [\w.\-/@]+(?:\[\d+\])?: ?")
+"""syslog's and journalctl's own prefix: time, host, program and pid (`Aug 19 18:34:27 node vllm[8727]: `)."""
+_SYSLOG_TAIL = re.compile(r"[\w.\-]+ [\w.\-/@]+\[\d+\]: ?")
+"""The host and program[pid] that follow an ISO time in rsyslog's precise form (`<ISO time> node vllm[8727]: `)."""
 _LEVEL_ISO = re.compile(rf"({_LEVEL})\s+(\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s")
 """A cloud logging export: severity, then the ISO timestamp (`ERROR 2025-04-07T19:13:52.317869663Z ...`)."""
 _PYLOG = re.compile(
@@ -155,7 +160,8 @@ def _layer(text: str, pos: int) -> _Layer | None:
         m = _PAREN.match(text, pos)
         return (m.end(), None, None, m.group(1), None) if m else None
     if (head == "[" or head.isdigit()) and (m := _ISO.match(text, pos)):
-        return m.end(), m.group(1).replace("T", " ").rstrip("Z"), None, "", None
+        tail = _SYSLOG_TAIL.match(text, m.end())
+        return (tail or m).end(), m.group(1).replace("T", " ").rstrip("Z"), None, "", None
     if head == "[":
         if m := _SGL.match(text, pos):
             m2 = _LEVEL_AFTER.match(text, m.end())
@@ -177,6 +183,8 @@ def _layer(text: str, pos: int) -> _Layer | None:
         if m := _VLLM.match(text, pos):
             return m.end(), m.group(2), m.group(1), "", "vllm"
     elif head.isupper():
+        if m := _SYSLOG.match(text, pos):
+            return m.end(), m.group(1), None, "", None
         if m := _LEVEL_ISO.match(text, pos):
             return m.end(), m.group(2).replace("T", " ").rstrip("Z"), m.group(1), "", None
         if m := _VLLM.match(text, pos):

@@ -205,3 +205,25 @@ def test_colour_codes_that_lost_their_escape_byte_are_decoration() -> None:
     parsed = parse(" [36m(RayWorkerVllm pid=5085) [0m [E ProcessGroupNCCL.cpp:475] Watchdog caught collective timeout")
     assert parsed.key == "RayWorkerVllm pid=5085"
     assert parsed.body.startswith("[E ProcessGroupNCCL.cpp:475]")
+
+
+@pytest.mark.parametrize(
+    ("line", "ts", "level", "key", "body"),
+    [
+        # journalctl / syslog: time, host, program[pid], then the server's own prefix.
+        ("Aug 19 18:34:27 vllm vllm[8727]: (EngineCore pid=8727) ERROR 08-19 18:34:27 [core.py:1349] KeyError: 'x'",
+         "08-19 18:34:27", "ERROR", "EngineCore pid=8727", "KeyError: 'x'"),
+        ("Aug  9 08:04:27 gpu-node-3 python3[12]: Traceback (most recent call last):",
+         "Aug  9 08:04:27", None, "", "Traceback (most recent call last):"),
+        # rsyslog's precise form: an ISO time, then host and program[pid].
+        ("2025-08-19T18:34:27.123456+00:00 node7 vllm[8727]: INFO:     Application startup complete.",
+         "2025-08-19 18:34:27.123456+00:00", "INFO", "", "Application startup complete."),
+    ],
+)
+def test_syslog_and_journal_prefixes(line: str, ts: str | None, level: str | None, key: str, body: str) -> None:
+    parsed = parse(line)
+    assert (parsed.ts, parsed.level, parsed.key, parsed.body) == (ts, level, key, body)
+
+
+def test_a_sentence_that_starts_like_a_date_is_no_syslog_prefix() -> None:
+    assert parse("Error 19 18:34:27 x y: z").body == "Error 19 18:34:27 x y: z"

@@ -241,3 +241,12 @@ def test_a_config_validation_error_that_refuses_a_combination_is_unsupported() -
     rejected = [*refused[:-1], "  Value error, max_model_len (40960) is greater than the derived max_model_len "
                 "(32768). [type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]"]
     assert classify(extract_evidence(rejected)).category is C.INVALID_ARGUMENT
+
+
+def test_a_traceback_read_from_the_system_journal_keeps_its_cause() -> None:
+    prefix = "Aug 19 18:34:27 node vllm[8727]: (EngineCore pid=8727) ERROR 08-19 18:34:27 [core.py:1349] "
+    lines = [prefix + x for x in ["Traceback (most recent call last):",
+                                  '  File "/opt/vllm/model_executor/models/qwen3.py", line 3, in load_weights',
+                                  "    param = params_dict[name]", "KeyError: 'layers.0.mlp.experts.w2_weight'"]]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.WEIGHTS_LOAD_ERROR, lines[-1])
