@@ -17,6 +17,7 @@ follows them. The message decides, not the prefix: no prefix is listed one by on
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -62,10 +63,18 @@ _MARKUP = re.compile(
 gutter before its own timestamp (`  | [2024-09-05T00:38:34Z] ...`)."""
 _DECORATION = re.compile(
     r"(?:stdout|stderr)\s+[FP]\s|>+(?!>)[ \t]?|\[\d{1,3}(?:;\d{1,3})*m[ \t]?|`{1,3}(?=\S)|\*\*(?=\S)"
-    r"|[A-Za-z0-9][\w.\-]{0,62}[ \t]*\|(?:[ \t]|$)"
+    r"|[A-Za-z0-9][\w.\-]{0,62}[ \t]*\|(?:[ \t]|$)|<(?:stdout|stderr)>:[ \t]?"
+    r"|(?:\d{1,5}|(?=[a-z0-9.\-]*[\d\-])[a-z][a-z0-9.\-]{0,62}): (?=\S|[ \t]+\S)"
+    r"|\{[\w.\-]+=\"[^\"]*\"(?:,\s*[\w.\-]+=\"[^\"]*\")*\}[ \t]+"
 )
-"""What a carrier adds around a line: CRI stream tag, quote mark, markdown, a compose service gutter, and a colour code
-whose escape byte a paste lost (`[36m`)."""
+"""What a carrier adds around a line: CRI stream tag, quote mark, markdown, a compose service gutter, a colour code
+whose escape byte a paste lost (`[36m`), an MPI launcher's `<stderr>:`, a task or host label of srun --label, pdsh
+or a parallel shell (`3: `, `gpu-node-3: `: digits, or a host name with a digit or a hyphen, so that neither a
+word nor an exception's name is taken for one), and a log store's label set (`{pod="vllm-0"}`)."""
+_TAB_TS = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\t")
+"""A log store's export: its own timestamp, then a tab (`2025-01-01 10:00:00.000\t...`)."""
+_JSON_FIELDS = ("log", "message", "msg", "textPayload", "MESSAGE")
+"""Where a JSON log record (docker's json-file, a cloud logging export, journalctl -o json) keeps the line."""
 _TAGS = re.compile(r"(?:\[[^\[\]]{1,80}\]:?[ \t]*|\([^()]{1,120}\)[ \t]*)+")
 """Tags in brackets or parentheses; stripped only when what follows them is recognisably a line's start."""
 _MESSAGE_START = re.compile(
@@ -108,6 +117,10 @@ def parse(text: str) -> Parsed:
     `2025-03-08 02:04:48,693 - __main__ - INFO - [2025-03-08 02:04:48 TP0] ...`); the innermost
     timestamp and level are the server's own.
     """
+    if text[:2] == '{"':
+        carried = _json_line(text)
+        if carried is not None:
+            return parse(strip_ansi(carried))
     pos, ts, level, key, style = 0, None, None, "", None
     decoration = _MARKUP.match(text)
     if decoration:
@@ -136,6 +149,23 @@ def parse(text: str) -> Parsed:
     if decorated:
         body = _CLOSING.sub("", body)
     return Parsed(body, ts, level, key, style)
+
+
+def _json_line(text: str) -> str | None:
+    """The line a JSON log record carries (`{"log":"...","stream":"stderr"}`), else None."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    nested = record.get("jsonPayload")
+    for holder in (record, nested if isinstance(nested, dict) else {}):
+        for field in _JSON_FIELDS:
+            value = holder.get(field)
+            if isinstance(value, str):
+                return value.rstrip("\r\n")
+    return None
 
 
 def _tags(text: str, pos: int) -> re.Match[str] | None:
@@ -178,6 +208,8 @@ def _layer(text: str, pos: int) -> _Layer | None:
         if m := _BRACKET_LEVEL.match(text, pos):
             return m.end(), None, m.group(1), "", None
     elif head.isdigit():
+        if m := _TAB_TS.match(text, pos):
+            return m.end(), m.group(1).replace("T", " ").rstrip("Z"), None, "", None
         if m := _PYLOG.match(text, pos):
             return m.end(), m.group(1), m.group(2), "", None
         if m := _VLLM.match(text, pos):

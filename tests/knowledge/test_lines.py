@@ -227,3 +227,38 @@ def test_syslog_and_journal_prefixes(line: str, ts: str | None, level: str | Non
 
 def test_a_sentence_that_starts_like_a_date_is_no_syslog_prefix() -> None:
     assert parse("Error 19 18:34:27 x y: z").body == "Error 19 18:34:27 x y: z"
+
+
+@pytest.mark.parametrize(
+    ("line", "body"),
+    [
+        # srun --label's task number, a parallel shell's host, an MPI launcher's stream tag.
+        ("3: [rank3]: KeyError: 'x'", "KeyError: 'x'"),
+        ("gpu-node-3: Traceback (most recent call last):", "Traceback (most recent call last):"),
+        ("node0:     param = params_dict[name]", "    param = params_dict[name]"),
+        ("[1,0]<stderr>:KeyError: 'x'", "KeyError: 'x'"),
+        # A log store's export: its timestamp, a tab, the stream's label set.
+        ('2025-01-01 10:00:00.000\t{pod="vllm-0", container="vllm"}\tKeyError: \'x\'', "KeyError: 'x'"),
+        # A JSON record (docker's json-file, a cloud export) carries the line in a field, colour codes and all.
+        ('{"log":"\\u001b[36m(RayWorkerWrapper pid=9)\\u001b[0m KeyError: \'x\'\\n","stream":"stderr"}',
+         "KeyError: 'x'"),
+        ('{"severity":"ERROR","jsonPayload":{"message":"KeyError: \'x\'"}}', "KeyError: 'x'"),
+    ],
+)
+def test_launcher_and_log_store_carriers(line: str, body: str) -> None:
+    assert parse(line).body == body
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # Lower-case exception names and words before a colon are the message, not a host.
+        "socket.gaierror: [Errno -2] Name or service not known",
+        "socket.timeout: timed out",
+        "warning: the cache is cold",
+        "max_model_len: 4096",
+        '{"not a log": 1}',
+    ],
+)
+def test_what_looks_like_a_label_but_is_the_message(line: str) -> None:
+    assert parse(line).body == line

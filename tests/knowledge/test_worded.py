@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+
 import pytest
 
 from orchestrator.classify.verdict import classify
@@ -248,5 +251,21 @@ def test_a_traceback_read_from_the_system_journal_keeps_its_cause() -> None:
     lines = [prefix + x for x in ["Traceback (most recent call last):",
                                   '  File "/opt/vllm/model_executor/models/qwen3.py", line 3, in load_weights',
                                   "    param = params_dict[name]", "KeyError: 'layers.0.mlp.experts.w2_weight'"]]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.WEIGHTS_LOAD_ERROR, lines[-1])
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda x: "0: " + x,  # srun --label
+        lambda x: "gpu-node-3: " + x,  # a parallel shell's host
+        lambda x: '{"log":' + json.dumps(x + "\n") + ',"stream":"stderr","time":"2025-01-01T10:00:00Z"}',
+    ],
+)
+def test_a_traceback_under_a_launcher_or_log_store_keeps_its_cause(wrap: Callable[[str], str]) -> None:
+    lines = [wrap(x) for x in ["Traceback (most recent call last):",
+                               '  File "/opt/vllm/model_executor/models/qwen3.py", line 3, in load_weights',
+                               "    param = params_dict[name]", "KeyError: 'layers.0.mlp.experts.w2_weight'"]]
     verdict = classify(extract_evidence(lines))
     assert (verdict.category, verdict.root_cause_line) == (C.WEIGHTS_LOAD_ERROR, lines[-1])
