@@ -151,7 +151,8 @@ SIGNATURES: tuple[Signature, ...] = (
     # Out of memory.
     sig("cuda_oom", C.CUDA_OOM, 80,
         r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"
-        r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|HIP out of memory",
+        r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|HIP out of memory"
+        r"|(?i:cuda failure \d*\s*'?out of memory)",
         ("out of memory", "OutOfMemoryError", "cudaErrorMemoryAllocation", "_ALLOC_FAILED"), any_level=True,
         example="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 380.00 MiB."),
     sig("out_of_memory", C.CUDA_OOM, 55, r"(?i)\bout of memory\b", ("out of memory", "Out of memory", "OUT OF MEMORY"),
@@ -159,8 +160,10 @@ SIGNATURES: tuple[Signature, ...] = (
     # CUDA faults.
     sig("illegal_memory_access", C.ILLEGAL_MEMORY_ACCESS, 80,
         r"(?i)illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|misaligned address"
+        r"|an illegal instruction was encountered|cudaErrorIllegalInstruction|CUDA_ERROR_ILLEGAL_INSTRUCTION"
         r"|Warp Illegal Address|Memory access fault by GPU|HSA_STATUS_ERROR_MEMORY_(?:FAULT|APERTURE_VIOLATION)",
         ("illegal memory access", "IllegalAddress", "ILLEGAL_ADDRESS", "misaligned address", "Illegal Address",
+         "illegal instruction", "IllegalInstruction", "ILLEGAL_INSTRUCTION",
          "Memory access fault", "HSA_STATUS_ERROR_MEMORY"),
         example="RuntimeError: CUDA error: an illegal memory access was encountered"),
     sig("kernel_assertion", C.CUDA_DEVICE_ASSERT, 78,
@@ -348,9 +351,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "running low on memory", any_level=True,
         example="ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."),
     sig("killed", C.PROCESS_KILLED, 15,
-        r"^Killed\b|\d Killed\s|\bKilled\s*$|\bsignal 9\b|SIGKILL|(?i:exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*"
+        r"^Killed\b|\d Killed\s|\bKilled\s*$|\b[Ss]ignal 9\b|SIGKILL|(?i:exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*"
         r"(?:-9|137)\b|exitcode[:=] ?-9\b|return ?code[:= ]*(?:-9|137)\b)",
-        ("Killed", "signal 9", "SIGKILL", "exit", "Exit", "EXIT", "code"), example="Killed"),
+        ("Killed", "ignal 9", "SIGKILL", "exit", "Exit", "EXIT", "code"), example="Killed"),
     sig("traceback", C.PYTHON_EXCEPTION_OTHER, 4, r"Traceback \(most recent call last\)", "Traceback",
         example="Traceback (most recent call last):"),
     sig("child_failed", C.UNKNOWN, 5,

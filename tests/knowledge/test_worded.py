@@ -146,6 +146,12 @@ def test_an_error_level_traceback_header_is_no_cause_of_its_own() -> None:
         ("Memory access fault by GPU node-2 (Agent handle: 0x1) on address 0x7f00. Reason: Unknown.",
          C.ILLEGAL_MEMORY_ACCESS),
         ("RuntimeError: RCCL error: unhandled system error", C.NCCL_ERROR),
+        # NCCL's report of a CUDA call that ran out of memory is the memory, not the communicator.
+        ("h1:139:1092 [7] enqueue.cc:1556 NCCL WARN Cuda failure 2 'out of memory'", C.CUDA_OOM),
+        # An illegal instruction is the kernel touching what it must not, like an illegal address.
+        ("torch.AcceleratorError: CUDA error: an illegal instruction was encountered", C.ILLEGAL_MEMORY_ACCESS),
+        # torchrun and the kernel capitalise the signal.
+        ("Signal 9 (SIGKILL) received by PID 1234", C.PROCESS_KILLED),
         ("torch.AcceleratorError: HIP error: unspecified launch failure", C.UNKNOWN),
         # A chat template the tokenizer lacks.
         ("vllm.entrypoints.chat_utils.ChatTemplateResolutionError: As of transformers v4.44, default chat template "
