@@ -265,6 +265,17 @@ class HostSession:
                 ours.add(int(parts[0]))
         return [dataclasses.replace(h, ours=h.pid in ours) for h in holders]
 
+    def gpu_uuids(self) -> list[str]:
+        """The UUIDs of the GPUs this host entry uses (its first `gpus:`), for the machine-wide lock; empty when
+        nvidia-smi lists none (a Slurm login node, or a host preflight is about to refuse, saying why)."""
+        if self.schedules_gpus:
+            return []
+        result = self.sh(facts.GPU_QUERY, timeout=30)
+        if result.exit_code != 0:
+            return []
+        self.gpus = facts.parse_gpus(result.text)
+        return [g.uuid for g in sorted(self.gpus, key=lambda g: g.index)[: self.config.gpus]]
+
     def _gpu_list(self, procs: list[facts.GpuProcess]) -> list[facts.Gpu]:
         # GPU index <-> UUID is fixed while the host is up; read again when a process names a UUID not in it.
         known = {g.uuid for g in self.gpus}

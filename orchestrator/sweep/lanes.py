@@ -47,7 +47,7 @@ class Member:
     config: HostConfig
     breaker: HostBreaker
     session: HostSession | None = None
-    lock: HostLock | None = None
+    locks: list[HostLock] = field(default_factory=list)
     preflight: Preflight | None = None
     error: OrchestratorError | None = None
     stopped: bool = False
@@ -62,18 +62,27 @@ class Member:
         return open_host(self.config, self.breaker)
 
     def hold(self, sweep_id: str) -> HostSession:
-        """Connect and take the host's lock for `sweep_id` (a second sweep is refused naming the first)."""
+        """Connect and take the host's locks for `sweep_id` (a second sweep is refused naming the first).
+
+        Its GPUs' lock, machine-wide (two workdirs, users or pool entries on one box never share them), then its
+        workdir's (a sweep of an older orchestrator, which locks only that, is still seen).
+        """
         self.session = open_host(self.config, self.breaker)
-        self.lock = HostLock(self.session.transport, self.session.workdir, sweep_id)
-        self.lock.acquire()
+        transport, workdir = self.session.transport, self.session.workdir
+        uuids = self.session.gpu_uuids()
+        for lock in ([HostLock(transport, workdir, sweep_id, gpu_uuids=uuids)] if uuids else []) + [
+            HostLock(transport, workdir, sweep_id)
+        ]:
+            lock.acquire()
+            self.locks.append(lock)
         return self.session
 
     def leave(self) -> None:
-        """Give the lock back (a host that is down keeps it for the resume) and close the connection."""
-        if self.lock is not None:
+        """Give the locks back (a host that is down keeps them for the resume) and close the connection."""
+        for lock in reversed(self.locks):
             with contextlib.suppress(OrchestratorError):
-                release_lock(self.lock, self.breaker)
-            self.lock = None
+                release_lock(lock, self.breaker)
+        self.locks = []
         if self.session is not None:
             self.session.close()
             self.session = None

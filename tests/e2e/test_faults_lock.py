@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import HostBusy
-from orchestrator.host.lock import HostLock, LockOwner, parse_owner
+from orchestrator.host.lock import HostLock, LockOwner, machine_lock_dir, parse_owner
+from orchestrator.host.session import SIM_BIN
 from orchestrator.transport.local import LocalTransport
 from tests.fault_harness import EXPECTED, FaultHost, wait_for
 from tests.sshd_host import SshdHost
@@ -138,25 +139,42 @@ def ssh_host(sshd: SshdHost, tmp_path: Path) -> Iterator[FaultHost]:
     fh.reap()
 
 
+def _machine_lock(fh: FaultHost) -> Path:
+    """Where a sweep on this host locks its GPUs: the machine-wide lock of their UUIDs, as its nvidia-smi lists them."""
+    env = {**os.environ, "ORCH_SIM_GPU_STATE": str(fh.gpu_state), "ORCH_SIM_GPUS": str(fh.gpus)}
+    out = subprocess.run(
+        [str(SIM_BIN / "nvidia-smi"), "--query-gpu=index,uuid", "--format=csv,noheader"],
+        capture_output=True, text=True, env=env, timeout=30,
+    ).stdout  # fmt: skip
+    uuids = [line.split(",")[1].strip() for line in out.splitlines() if "," in line][: fh.gpus]
+    return Path(machine_lock_dir(uuids))
+
+
+def _machine_owner(fh: FaultHost) -> LockOwner | None:
+    path = _machine_lock(fh) / "owner.json"
+    return parse_owner(path.read_bytes()) if path.exists() else None
+
+
 def test_second_sweep_is_refused_naming_the_first_and_a_dead_ones_lock_is_taken_over(ssh_host: FaultHost) -> None:
     first = ssh_host.spawn("sweep", output=ssh_host.root / "first.out")
     try:
-        wait_for(lambda: _owner(ssh_host.workdir) is not None, 30, "the first sweep's lock")
-        holder = _owner(ssh_host.workdir)
+        wait_for(lambda: _machine_owner(ssh_host) is not None, 30, "the first sweep's lock")
+        holder = _machine_owner(ssh_host)
         assert holder is not None and holder.pid == first.pid
         second = ssh_host.cli("sweep", timeout=60)
         assert second.returncode == 1, second.stdout + second.stderr
         message = " ".join(second.stderr.split())
-        assert f"the host is locked by sweep {holder.sweep_id} (pid {first.pid} on {socket.gethostname()})" in message
-        assert _owner(ssh_host.workdir) == holder  # refused without touching the lock
+        assert "the host is locked (the lock of its GPUs, whatever the workdir or user)" in message, message
+        assert f"by sweep {holder.sweep_id} (pid {first.pid} on {socket.gethostname()})" in message, message
+        assert _machine_owner(ssh_host) == holder  # refused without touching the lock
     finally:
         first.send_signal(signal.SIGKILL)  # dies holding the lock
         first.wait()
     ssh_host.reap()  # whatever the first one had launched: this test is about its lock
-    assert _owner(ssh_host.workdir) == holder
+    assert _machine_owner(ssh_host) == holder
     third = ssh_host.cli("sweep", timeout=120)
     assert third.returncode == 0, third.stdout + third.stderr
     assert f"taking over the stale lock of sweep {holder.sweep_id} (pid {first.pid}" in " ".join(third.stderr.split())
     sweep_id = third.stdout.rsplit("orchestrator table ", 1)[1].split()[0]
     assert ssh_host.table(sweep_id) == EXPECTED
-    assert not (ssh_host.workdir / "lock").exists()
+    assert not _machine_lock(ssh_host).exists()
