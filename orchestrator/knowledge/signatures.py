@@ -339,9 +339,11 @@ SIGNATURES: tuple[Signature, ...] = (
         example="Fatal Python error: Segmentation fault"),
     sig("scheduler_exception", C.PYTHON_EXCEPTION_OTHER, 18, r"\w hit an exception", "hit an exception",
         generic=True, example="Scheduler hit an exception: Traceback (most recent call last):"),
-    # The kernel's OOM killer, and memory monitors that kill workers: the cause, whatever follows.
+    # The kernel's OOM killer, and memory monitors that kill workers: the cause, whatever follows. The killer named as
+    # a mere possibility (`If exit code is -9 (SIGKILL), a common cause is the OS OOM killer`) kills nothing.
     sig("oom_killer", C.PROCESS_KILLED, 75,
-        r"(?i)\boom[-_ ]?kill|Out of memory: Kill(?:ed)? process|oom_reaper|killed (?:by|due to) (?:the )?(?:linux )?"
+        r"(?i)\boom[-_ ]?kill(?!er\b)|\b(?:by|from|invoked) (?:the )?(?:os |linux |kernel(?:'s)? )?oom[-_ ]?killer"
+        r"|Out of memory: Kill(?:ed)? process|oom_reaper|killed (?:by|due to) (?:the )?(?:linux )?"
         r"(?:oom|out[- ]of[- ]memory)|memory monitor.{0,80}kill|due to (?:host|system|node) (?:memory|OOM)"
         r"|worker.{0,60}killed.{0,60}(?:memory|OOM)|killed due to memory pressure|memory usage threshold.{0,200}\bkill",
         ("oom", "OOM", "Oom", "Out of memory", "memory monitor", "memory", "killed"), any_level=True,
@@ -350,9 +352,18 @@ SIGNATURES: tuple[Signature, ...] = (
     sig("host_memory_kill", C.PROCESS_KILLED, 82, r"(?i)killed due to the node running low on memory",
         "running low on memory", any_level=True,
         example="ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."),
+    # A process whose exit status is stated as the kill signal's (-9, or 137 from a shell) was killed: a statement,
+    # unlike a bare `Killed`; a `(SIGKILL)` that glosses a -9 only explains the code, which decides (SGLang's `exit
+    # code: -3 ... If exit code is -9 (SIGKILL), a common cause is ...` names no kill).
+    sig("killed_exit_status", C.PROCESS_KILLED, 60,
+        r"(?i)\b(?:exit ?code|exitcode|exit status|return ?code|returncode)\s*[:=]?\s*(?:-9|137)\b"
+        r"|\bexited with (?:code|status) (?:-9|137)\b",
+        ("xit", "XIT", "eturn"), any_level=True,
+        example="RuntimeError: Rank 0 scheduler died during initialization (exit code: -9)."),
     sig("killed", C.PROCESS_KILLED, 15,
-        r"^Killed\b|\d Killed\s|\bKilled\s*$|\b[Ss]ignal 9\b|SIGKILL|(?i:exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*"
-        r"(?:-9|137)\b|exitcode[:=] ?-9\b|return ?code[:= ]*(?:-9|137)\b)",
+        r"^Killed\b|\d Killed\s|\bKilled\s*$|\b[Ss]ignal 9\b|(?<!-9 \()SIGKILL"
+        r"|(?i:exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*(?:-9|137)\b|exitcode[:=] ?-9\b"
+        r"|return ?code[:= ]*(?:-9|137)\b)",
         ("Killed", "ignal 9", "SIGKILL", "exit", "Exit", "EXIT", "code"), example="Killed"),
     sig("traceback", C.PYTHON_EXCEPTION_OTHER, 4, r"Traceback \(most recent call last\)", "Traceback",
         example="Traceback (most recent call last):"),
@@ -362,7 +373,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|WorkerProc (?:hit an exception|failed)|Worker \S+ pid \d+ died|died, exit code|exited unexpectedly"
         r"|scheduler is dead|(?:has|have) died\b|\bis dead\b|exit(?:ed)? (?:with )?(?:code|status)[: =]+[1-9]\d*\b"
         r"|returned non-zero exit status|exitcode[:=] ?[1-9]|(?i:see (?:the )?root cause above)"
-        r"|\bdied unexpectedly\b|\bdied\b,? (?:with|shutting down)",
+        r"|\bdied unexpectedly\b|\bdied\b,? (?:with|shutting down)|\bdied during (?:initiali[sz]ation|start-?up)\b",
         ("sigquit", "SIGQUIT", "Child process", "crashed", "failed to start", "initialization failed", "WorkerProc",
          "died", "exited unexpectedly", "is dead", "exit", "root cause above"), generic=True,
         example="Received sigquit from a child process. It usually means the child failed."),

@@ -275,3 +275,21 @@ def test_a_traceback_under_a_launcher_or_log_store_keeps_its_cause(wrap: Callabl
                                "    param = params_dict[name]", "KeyError: 'layers.0.mlp.experts.w2_weight'"]]
     verdict = classify(extract_evidence(lines))
     assert (verdict.category, verdict.root_cause_line) == (C.WEIGHTS_LOAD_ERROR, lines[-1])
+
+
+@pytest.mark.parametrize(
+    ("line", "category"),
+    [
+        # The exit status decides: -9 is a kill, -3 is a death whose cause is elsewhere; the hint that names SIGKILL
+        # and the OOM killer as one possibility kills nothing.
+        ("RuntimeError: Rank 0 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a "
+         "common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.", C.PROCESS_KILLED),
+        ("RuntimeError: Rank 0 scheduler died during initialization (exit code: -3). If exit code is -9 (SIGKILL), a "
+         "common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.", C.UNKNOWN),
+        ("subprocess.CalledProcessError: Command '['python3', '-m', 'sglang.launch_server']' returned non-zero exit "
+         "status 137.", C.PROCESS_KILLED),
+        ("The worker was killed by the OOM killer", C.PROCESS_KILLED),
+    ],
+)
+def test_a_kill_is_stated_not_supposed(line: str, category: Category) -> None:
+    assert classify(extract_evidence([line])).category is category
