@@ -64,13 +64,14 @@ gutter before its own timestamp (`  | [2024-09-05T00:38:34Z] ...`)."""
 _DECORATION = re.compile(
     r"(?:stdout|stderr)\s+[FP]\s|>+(?!>)[ \t]?|\[\d{1,3}(?:;\d{1,3})*m[ \t]?|`{1,3}(?=\S)|\*\*(?=\S)"
     r"|[A-Za-z0-9][\w.\-]{0,62}[ \t]*\|(?:[ \t]|$)|<(?:stdout|stderr)>:[ \t]?"
-    r"|(?:\d{1,5}|(?=[a-z0-9.\-]*[\d\-])[a-z][a-z0-9.\-]{0,62}): (?=\S|[ \t]+\S)"
     r"|\{[\w.\-]+=\"[^\"]*\"(?:,\s*[\w.\-]+=\"[^\"]*\")*\}[ \t]+"
 )
 """What a carrier adds around a line: CRI stream tag, quote mark, markdown, a compose service gutter, a colour code
-whose escape byte a paste lost (`[36m`), an MPI launcher's `<stderr>:`, a task or host label of srun --label, pdsh
-or a parallel shell (`3: `, `gpu-node-3: `: digits, or a host name with a digit or a hyphen, so that neither a
-word nor an exception's name is taken for one), and a log store's label set (`{pod="vllm-0"}`)."""
+whose escape byte a paste lost (`[36m`), an MPI launcher's `<stderr>:`, a log store's label set (`{pod="vllm-0"}`)."""
+_TASK_LABEL = re.compile(r"(?:\d{1,5}|(?=[a-z0-9.\-]*[\d\-])[a-z][a-z0-9.\-]{0,62}): (?=\S|[ \t]+\S)")
+"""A task or host label of srun --label, pdsh or a parallel shell (`3: `, `gpu-node-3: `): digits, or a host name with
+a digit or a hyphen, so that neither a word nor an exception's name is taken for one. Only where a line starts or
+after another layer: after indentation, `0: x` is code or a listing."""
 _TAB_TS = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\t")
 """A log store's export: its own timestamp, then a tab (`2025-01-01 10:00:00.000\t...`)."""
 _JSON_FIELDS = ("log", "message", "msg", "textPayload", "MESSAGE")
@@ -129,10 +130,12 @@ def parse(text: str) -> Parsed:
     lead = len(text) - len(text.lstrip(" \t"))
     if lead and pos == 0 and (_layer(text, lead) is not None or _DECORATION.match(text, lead)):
         pos = lead  # a paste's stray indentation before a prefix: the prefix still leads
+    indented_at = pos if lead and pos == lead else -1
     for _ in range(8):
         layer = _layer(text, pos)
         if layer is None:
-            d = _DECORATION.match(text, pos) or _tags(text, pos)
+            labelled = _TASK_LABEL.match(text, pos) if pos != indented_at else None
+            d = _DECORATION.match(text, pos) or labelled or _tags(text, pos)
             if d is None or d.end() == pos:
                 break
             decorated = decorated or d.group(0)[:1] in "`*"

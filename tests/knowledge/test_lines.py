@@ -262,3 +262,9 @@ def test_launcher_and_log_store_carriers(line: str, body: str) -> None:
 )
 def test_what_looks_like_a_label_but_is_the_message(line: str) -> None:
     assert parse(line).body == line
+
+
+def test_a_task_label_is_a_prefix_only_where_a_line_or_a_layer_starts() -> None:
+    assert parse("[2025-01-01 10:00:00] node-1: KeyError: 'x'").body == "KeyError: 'x'"
+    # After indentation it is code or a listing (a Rust backtrace's frame number).
+    assert parse("    0: rust_begin_unwind").body == "    0: rust_begin_unwind"
