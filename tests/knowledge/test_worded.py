@@ -293,3 +293,14 @@ def test_a_traceback_under_a_launcher_or_log_store_keeps_its_cause(wrap: Callabl
 )
 def test_a_kill_is_stated_not_supposed(line: str, category: Category) -> None:
     assert classify(extract_evidence([line])).category is category
+
+
+def test_a_client_told_its_request_was_refused_shows_a_server_that_answered() -> None:
+    lines = ["[2025-01-01 10:00:00] Decode batch. #running-req: 1, #token: 80, token usage: 0.01, #queue-req: 0",
+             "(Trainer pid=7) Error: Client error '400 Bad Request' for url 'http://10.0.0.1:30000/generate'",
+             "(Trainer pid=7) requests.exceptions.HTTPError: 404 Client Error: Not Found for url: http://10.0.0.1/x",
+             '[2025-01-01 10:00:01] INFO:     10.0.0.2:4000 - "POST /generate HTTP/1.1" 400 Bad Request']
+    assert classify(extract_evidence(lines)).category is C.HEALTHY
+    # A server error the client saw is no refusal of the request alone.
+    failed = [*lines[:1], "(Trainer pid=7) Error: Server error '500 Internal Server Error' for url 'http://x/generate'"]
+    assert classify(extract_evidence(failed)).category is not C.HEALTHY
