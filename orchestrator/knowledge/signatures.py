@@ -255,14 +255,16 @@ SIGNATURES: tuple[Signature, ...] = (
         r"SafetensorError|HeaderTooLarge|MetadataIncompleteBuffer|(?i:incomplete metadata)|file not fully covered"
         r"|does not appear to have a file named|Cannot find any model weights|(?i:no (?:model )?weights? files? found)"
         r"|(?i:(?:no such file or directory|not found|does not exist|can(?:no|')t find|could not find)"
-        r".{0,80}\.(?:safetensors|bin|pt|pth|gguf)\b)",
+        r".{0,80}(?:\.(?:safetensors|bin|pt|pth|gguf)\b|[/\\'\"](?:config|model\.safetensors\.index)\.json\b))",
         ("Safetensor", "HeaderTooLarge", "MetadataIncomplete", "metadata", "fully covered", "file named",
-         "weights", "Weights", ".safetensors", ".bin", ".pt", ".gguf"), phase=P.MODEL_LOAD,
+         "weights", "Weights", ".safetensors", ".bin", ".pt", ".gguf", "config.json", "index.json"), phase=P.MODEL_LOAD,
         example="safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge"),
     sig("hub_lookup_failed", C.WEIGHTS_LOAD_ERROR, 65,
         r"RepositoryNotFoundError|GatedRepoError|LocalEntryNotFoundError|HFValidationError|EntryNotFoundError"
-        r"|is not a local folder and is not a valid model identifier",
-        ("NotFoundError", "GatedRepoError", "HFValidationError", "is not a local folder"), phase=P.MODEL_LOAD,
+        r"|is not a local folder and is not a valid model identifier|couldn't connect to '?https?://huggingface\.co"
+        r"|OfflineModeIsEnabled",
+        ("NotFoundError", "GatedRepoError", "HFValidationError", "is not a local folder", "connect to", "OfflineMode"),
+        phase=P.MODEL_LOAD,
         example="OSError: /models/x is not a local folder and is not a valid model identifier listed on "
         "'https://huggingface.co/models'"),
     sig("weight_names", C.WEIGHTS_LOAD_ERROR, 62,

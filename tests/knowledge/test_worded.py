@@ -304,3 +304,19 @@ def test_a_client_told_its_request_was_refused_shows_a_server_that_answered() ->
     # A server error the client saw is no refusal of the request alone.
     failed = [*lines[:1], "(Trainer pid=7) Error: Server error '500 Internal Server Error' for url 'http://x/generate'"]
     assert classify(extract_evidence(failed)).category is not C.HEALTHY
+
+
+@pytest.mark.parametrize(
+    ("line", "category"),
+    [
+        # A checkpoint that cannot be had: its config missing, or the hub out of reach with nothing cached.
+        ("FileNotFoundError: [Errno 2] No such file or directory: '/models/llama/config.json'", C.WEIGHTS_LOAD_ERROR),
+        ("OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached "
+         "files and it looks like org/m is not the path to a directory containing a file named config.json.",
+         C.WEIGHTS_LOAD_ERROR),
+        # Another file's config is not the checkpoint's.
+        ("FileNotFoundError: [Errno 2] No such file or directory: '/tmp/app_config.json'", C.PYTHON_EXCEPTION_OTHER),
+    ],
+)
+def test_a_checkpoint_that_cannot_be_had(line: str, category: Category) -> None:
+    assert classify(extract_evidence([line])).category is category
