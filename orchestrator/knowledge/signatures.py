@@ -154,7 +154,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|HIP out of memory",
         ("out of memory", "OutOfMemoryError", "cudaErrorMemoryAllocation", "_ALLOC_FAILED"), any_level=True,
         example="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 380.00 MiB."),
-    # NCCL's own report of the CUDA call that failed (`Last error: Cuda failure 'out of memory'`): the cause of its error.
+    # NCCL's report of the CUDA call that failed (`Last error: Cuda failure 'out of memory'`): the cause of its error.
     sig("nccl_cuda_oom", C.CUDA_OOM, 82, r"(?i:cuda failure \d*\s*'?out of memory)", ("uda failure", "UDA failure"),
         any_level=True, example="Cuda failure 'out of memory'"),
     sig("out_of_memory", C.CUDA_OOM, 55, r"(?i)\bout of memory\b", ("out of memory", "Out of memory", "OUT OF MEMORY"),
