@@ -65,6 +65,8 @@ def decide(
     if kind is None:
         return RetryDecision(False, "")
     allowed = policy.retries(kind, default)
+    if verdict.category is Category.PORT_IN_USE:
+        allowed = max(1, allowed)  # a port race is the orchestrator's: always worth a launch on another port
     name = verdict.category.value if verdict.status is Status.FAIL else "infra"
     if attempt <= allowed:
         return RetryDecision(True, f"retried: {name} is {kind} ({_WHY[kind]}; retry {kind}: {allowed})")
@@ -107,4 +109,28 @@ def hardware_fault(texts: Iterable[str | None]) -> str | None:
         for line in (text or "").splitlines():
             if HARDWARE_FAULT.search(line):
                 return line.strip()
+    return None
+
+
+DISK_FULL = re.compile(r"No space left on device|\[Errno 28\]|ENOSPC|Disk quota exceeded", re.IGNORECASE)
+"""The host's disk filled up (the log, a cache, the checkpoint's copy): not the flags' doing."""
+
+
+def host_failure(verdict: Verdict) -> str | None:
+    """Why a failed run is the host's or the orchestrator's and not the cell's (then it is `infra`), if it is.
+
+    A GPU that states a hardware fault; a disk that filled; a port the orchestrator picked that another process
+    bound first (SGLang binds only after loading its weights, so a free port can be taken meanwhile).
+    """
+    if verdict.status is not Status.FAIL:
+        return None
+    texts = [verdict.root_cause_line, verdict.reason]
+    fault = hardware_fault(texts)
+    if fault is not None:
+        return f"the host's GPU failed, not the flags ({fault})"
+    full = next((line for t in texts for line in (t or "").splitlines() if DISK_FULL.search(line)), None)
+    if full is not None:
+        return f"the host's disk is full ({full.strip()})"
+    if verdict.category is Category.PORT_IN_USE:
+        return "the port picked for it was bound by another process before the server could bind it; another is"
     return None

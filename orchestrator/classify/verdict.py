@@ -27,7 +27,7 @@ from orchestrator.knowledge.lines import parse, strip_ansi, ts_key
 from orchestrator.knowledge.markers import APP_STARTUP_MARKER, UVICORN_MARKER
 from orchestrator.knowledge.patterns import Signature
 from orchestrator.model import Category, Phase, ProbeOutcome, ProbeResult, Status, Verdict
-from orchestrator.retries import hardware_fault
+from orchestrator.retries import host_failure
 
 _OTHER_HOLDER = re.compile(r"Process \d+ has ([\d.]+) ([KMGT]i?B) memory in use")
 _THIS_PROCESS = re.compile(r"this process has ([\d.]+) ([KMGT]i?B) memory in use")
@@ -108,7 +108,7 @@ class Cause:
 def classify(evidence: Evidence, outcome: ProbeOutcome | None = None) -> Verdict:
     """Name the outcome of a launch from its log evidence and, when there is one, what the probes saw."""
     cause = root_cause(evidence)
-    verdict = _on_failing_gpu(_decide(evidence, outcome, cause))
+    verdict = _on_host_failure(_decide(evidence, outcome, cause))
     if cause is None:
         return verdict
     why = cause.evidence()
@@ -116,13 +116,10 @@ def classify(evidence: Evidence, outcome: ProbeOutcome | None = None) -> Verdict
     return replace(verdict, evidence=why)
 
 
-def _on_failing_gpu(verdict: Verdict) -> Verdict:
-    """A failure the GPU hardware states (a driver Xid, ECC errors, a GPU lost) is the host's: infra, not the cell's."""
-    fault = hardware_fault([verdict.root_cause_line, verdict.reason]) if verdict.status is Status.FAIL else None
-    if fault is None:
-        return verdict
-    why = f"the host's GPU failed, not the flags ({fault}): {verdict.reason}"
-    return replace(verdict, status=Status.INFRA, reason=why)
+def _on_host_failure(verdict: Verdict) -> Verdict:
+    """A failure of the host or the orchestrator (a failing GPU, a full disk, a port race) is infra, not the cell's."""
+    why = host_failure(verdict)
+    return verdict if why is None else replace(verdict, status=Status.INFRA, reason=f"{why}: {verdict.reason}")
 
 
 def _decide(evidence: Evidence, outcome: ProbeOutcome | None, cause: Cause | None) -> Verdict:
