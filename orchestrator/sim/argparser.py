@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from orchestrator.matrix.flags import canonical_name, canonical_value
+from orchestrator.matrix.grammar import FlagGrammar, FlagSpec
+from orchestrator.matrix.valuetypes import value_type
 from orchestrator.sim.errors import ConfigError
-from orchestrator.sim.flags import canonical_name, canonical_value
-from orchestrator.sim.grammar import FlagGrammar, FlagSpec
-from orchestrator.sim.valuetypes import value_type
 
 GRAMMARS_ENV = "ORCH_SIM_GRAMMARS"
 GRAMMARS_DIR = Path(__file__).resolve().parent / "grammars"

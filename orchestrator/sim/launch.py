@@ -11,11 +11,11 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.matrix.flags import canonical_name
+from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.sim.argparser import given_flags, raw_values
 from orchestrator.sim.failures import Context
-from orchestrator.sim.flags import canonical_name
 from orchestrator.sim.gpu_state import Gpu, Holding
-from orchestrator.sim.grammar import FlagGrammar
 from orchestrator.sim.memory import CONTEXT_GIB, MemoryPlan, plan_memory
 from orchestrator.sim.phases import Phase
 from orchestrator.sim.plan import Failure, LaunchPlan, make_plan

@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from orchestrator.sim.flags import canonical_name, canonical_value
+from orchestrator.matrix.flags import canonical_name, canonical_value
 from orchestrator.sim.phases import Phase
 from orchestrator.sim.scenario import FailSpec, PerfRule, Rule, Scalar, Scenario
 

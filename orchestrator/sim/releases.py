@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.sim.grammar import FlagGrammar
+from orchestrator.matrix.grammar import FlagGrammar
 
 SITE = "/usr/local/lib/python3.12/dist-packages"
 SGLANG = f"{SITE}/sglang"

@@ -25,11 +25,11 @@ from typing import Any
 
 import yaml
 
+from orchestrator.matrix.flags import canonical_name, canonical_value
+from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.sim.argparser import load_grammar
 from orchestrator.sim.errors import ConfigError, ConfigErrors
-from orchestrator.sim.flags import canonical_name, canonical_value
 from orchestrator.sim.gpu_state import DEFAULT_COMPUTE_CAP, DEFAULT_MEMORY_MIB, DEFAULT_NAME
-from orchestrator.sim.grammar import FlagGrammar
 from orchestrator.sim.phases import FAILURE_KINDS, Phase
 from orchestrator.sim.schema import (
     Bad,

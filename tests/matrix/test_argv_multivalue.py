@@ -28,7 +28,6 @@ from orchestrator.matrix.helptext import parse_help, version_of_capture
 from orchestrator.matrix.validate import check_argv, translate_cell
 from orchestrator.model import Cell, FlagList
 from orchestrator.sim import argparser as sim_argparser
-from orchestrator.sim.grammar import FlagGrammar as SimGrammar
 from orchestrator.store import Store
 from orchestrator.store.records import cell_from_row, cell_to_row
 from tests.faults_support import write_hosts, write_scenario
@@ -47,7 +46,7 @@ def release(path: Path) -> FlagGrammar:
 
 def sim_parser(grammar: FlagGrammar) -> argparse.ArgumentParser:
     """The simulated SGLang's parser for this release (the simulator keeps its own copy of the grammar type)."""
-    return sim_argparser.build_parser(SimGrammar.from_json(grammar.to_json()))
+    return sim_argparser.build_parser(grammar)
 
 
 def batch_flag(grammar: FlagGrammar) -> str:
