@@ -61,6 +61,8 @@ class _Answer:
 
 
 class _Load:
+    """One load's requests: what each sends, and what makes a repeat's figures unfit to keep."""
+
     def __init__(
         self, client: ProbeClient, probes: ProbeSettings, load: LoadSettings, timeout: float, model: str
     ) -> None:
