@@ -106,6 +106,7 @@ def wait_ready(
     poll_log: Callable[[], LogProgress],
     deadlines: Deadlines,
     stall: Stall | None = None,
+    started: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     poll_interval: float = POLL_INTERVAL_S,
@@ -120,7 +121,9 @@ def wait_ready(
     for name, interval in (("poll_interval", poll_interval), ("warmup_poll_interval", warmup_poll_interval)):
         if not 0 < interval <= 1.0:
             raise ValueError(f"{name} must be in (0, 1] s, got {interval}")
-    start = clock()
+    # `started`: when the launch began, on `clock` (a re-attached launch began before this wait, and its ready time
+    # and its whole-startup deadline count from then, not from the re-attach).
+    start = clock() if started is None else min(started, clock())
     phase: Phase | None = None
     phase_since = start
     polls = 0

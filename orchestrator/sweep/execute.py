@@ -163,7 +163,7 @@ def execute_run(
     try:
         ready = wait_ready(
             client, is_alive=lambda: launcher.alive(launch), poll_log=live.poll, deadlines=settings.deadlines,
-            stall=settings.stall,
+            stall=settings.stall, started=launch.started_at,
         )  # fmt: skip
         if (
             ready.ready

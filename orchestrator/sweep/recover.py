@@ -81,6 +81,8 @@ def settle_in_flight(
                     gpus=launch.spec.gpus, job_id=launch.job_id,
                 )  # fmt: skip
             launch.api_key = cell_api_key(cells[run.cell_id], os.environ)
+            # Its ready time counts from its launch, not from this re-attach (the store's clock is the wall's).
+            launch.started_at = time.monotonic() - max(0.0, time.time() - run.started_at)
             # The same secrets its launch had (host, install and matrix environment, secret flags), masked alike.
             env_secrets = launch_env(session.config, matrix, run.install)[1]
             flag_values = flag_secrets(
