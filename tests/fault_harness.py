@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -279,3 +280,12 @@ def sweep_in_process(
     options = SweepOptions(packed=packed, settings=RunSettings(effective_deadlines(host, matrix), matrix.probes))
     with Store(fh.db) as store:
         return run_sweep(store, matrix, [host], options, SweepHooks(on_event=on_event, on_result=on_result)).sweep_id
+
+
+def launch_in_flight(db: Path) -> bool:
+    """Whether the store at `db` holds a run launched and not finished (False before the store exists)."""
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            return conn.execute("SELECT 1 FROM runs WHERE state = 'launched'").fetchone() is not None
+    except sqlite3.OperationalError:
+        return False

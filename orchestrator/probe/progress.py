@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_TIMESTAMP = re.compile(r"^\s*\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]*\]\s*")
-"""SGLang's `[YYYY-MM-DD HH:MM:SS TP0]` prefix (rank tags included): the same line at another time is no news."""
 _COUNTER = re.compile(r"(?<![\d.])(\d+)/(\d+)(?:\s*\[|\s*$)")
 """tqdm's `i/N` count, before its `[elapsed<left, rate]` (or at the end of a bare bar)."""
 _PERCENT = re.compile(r"(?<![\d.])(\d{1,3})%")
@@ -24,7 +22,8 @@ _SPACE = re.compile(r"\s+")
 
 
 def shape(text: str) -> str:
-    """The line with its numbers replaced and spaces collapsed: a heartbeat keeps its shape as its numbers move."""
+    """The line with its numbers replaced and spaces collapsed: a heartbeat keeps its shape as its numbers move
+    (its timestamp's included, so a log prefix of any form needs no parsing here)."""
     return _SPACE.sub(" ", _NUMBER.sub("#", text)).strip()
 
 
@@ -43,7 +42,6 @@ class ProgressTracker:
         text = _last_redraw(line)
         if not text:
             return False
-        text = _TIMESTAMP.sub("", text)
         counted = _COUNTER.search(text) or _PERCENT.search(text)
         if counted is not None:
             label = shape(_BAR.sub("", text[: counted.start()]))

@@ -23,26 +23,13 @@ from pathlib import Path
 import pytest
 
 from tests import sshd_host
+from tests.e2e.test_pool_ssh import MATRIX, VERDICTS
 from tests.fault_harness import FaultHost, cli_env, our_processes, wait_for
 from tests.paths import REPO
 from tests.sshd_host import SshdHost, login_user
 
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]
 
-MATRIX = """name: pool-stop
-flags: {model-path: /models/tiny, tp-size: 1}
-matrix:
-  attention-backend: [flashinfer, triton]
-  kv-cache-dtype: [bf16, fp8_e4m3]
-  mem-fraction-static: [0.8, 0.85]
-probes: {settle_s: 0.2, concurrent_requests: 4}
-"""
-VERDICTS = {
-    ("flashinfer", "bf16"): ("pass", "healthy"),
-    ("flashinfer", "fp8_e4m3"): ("fail", "cuda_oom"),
-    ("triton", "bf16"): ("fail", "nan_in_probs"),
-    ("triton", "fp8_e4m3"): ("fail", "nan_in_probs"),
-}
 B_PIDS_FROM = 20000
 """Host b's PID namespace hands out numbers from here: its process groups never exist on host a by chance."""
 DECOY = "sleep 86400"

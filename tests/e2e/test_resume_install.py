@@ -10,18 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fault_harness import FaultHost, cli_env, wait_for
+from tests.fault_harness import FaultHost, cli_env, launch_in_flight, wait_for
 from tests.paths import REPO
 
 pytestmark = pytest.mark.slow
-
-
-def _launched(db: Path) -> bool:
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            return conn.execute("SELECT 1 FROM runs WHERE state = 'launched'").fetchone() is not None
-    except sqlite3.OperationalError:
-        return False
 
 
 def test_a_resume_after_the_install_changed_is_refused_naming_the_change(tmp_path: Path) -> None:
@@ -31,7 +23,7 @@ def test_a_resume_after_the_install_changed_is_refused_naming_the_change(tmp_pat
             fh.args("sweep"), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=cli_env(),
             start_new_session=True,
         )  # fmt: skip
-        wait_for(lambda: _launched(fh.db), 120, "a launch in flight")
+        wait_for(lambda: launch_in_flight(fh.db), 120, "a launch in flight")
         os.kill(first.pid, signal.SIGKILL)
         first.wait(10)
         with sqlite3.connect(f"file:{fh.db}?mode=ro", uri=True) as conn:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fault_harness import EXPECTED, FaultHost, cli_env, wait_for
+from tests.fault_harness import EXPECTED, FaultHost, cli_env, launch_in_flight, wait_for
 from tests.paths import REPO
 
 pytestmark = pytest.mark.slow
@@ -37,13 +37,6 @@ def _runs(db: Path) -> list[tuple[str, str, str | None]]:
         return list(conn.execute("SELECT run_id, state, verdict FROM runs ORDER BY run_id"))
 
 
-def _launched(db: Path) -> bool:
-    try:
-        return any(state == "launched" for _, state, _ in _runs(db))
-    except sqlite3.OperationalError:
-        return False
-
-
 def test_a_resume_without_the_key_refuses_before_touching_a_run(tmp_path: Path) -> None:
     fh = FaultHost(tmp_path, load_s=1.5)
     fh.matrix_file.write_text(MATRIX)
@@ -54,7 +47,7 @@ def test_a_resume_without_the_key_refuses_before_touching_a_run(tmp_path: Path) 
             fh.args("sweep"), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=with_key,
             start_new_session=True,
         )  # fmt: skip
-        wait_for(lambda: fh.db.exists() and _launched(fh.db), 120, "a launch in flight")
+        wait_for(lambda: launch_in_flight(fh.db), 120, "a launch in flight")
         os.kill(first.pid, signal.SIGKILL)  # the orchestrator alone: its servers live on, to be re-attached
         first.wait(10)
         before = _runs(fh.db)

@@ -14,20 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.fault_harness import FaultHost, cli_env, wait_for
+from tests.fault_harness import FaultHost, cli_env, launch_in_flight, wait_for
 from tests.paths import REPO
 
 pytestmark = pytest.mark.slow
 
 HANGING = ["--model-path", "/models/tiny", "--tp-size", "1", "--attention-backend", "torch_native"]
-
-
-def _in_flight(db: Path) -> bool:
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            return conn.execute("SELECT 1 FROM runs WHERE state = 'launched'").fetchone() is not None
-    except sqlite3.OperationalError:
-        return False
 
 
 def _signalled(fh: FaultHost, args: list[str], sig: signal.Signals) -> tuple[int, str]:
@@ -37,7 +29,7 @@ def _signalled(fh: FaultHost, args: list[str], sig: signal.Signals) -> tuple[int
     )  # fmt: skip
     try:
         wait_for(
-            lambda: fh.db.exists() and _in_flight(fh.db) and bool(fh.gpu_holders()), 60, "the server holding a GPU"
+            lambda: launch_in_flight(fh.db) and bool(fh.gpu_holders()), 60, "the server holding a GPU"
         )
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=60)
