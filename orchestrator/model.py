@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 from orchestrator.secret import SecretRef
+from orchestrator.settings import Deadlines, ProbeSettings, RetryPolicy, Stall
 
 
 class FlagList(tuple[str | int | float, ...]):
@@ -319,3 +320,41 @@ UNSET = "(unset)"
 
 def _shown(value: FlagValue) -> str:
     return UNSET if value is None else str(value)
+
+
+DEFAULT_MAX_CELLS = 5000
+OnInfra = Literal["continue", "stop"]
+"""What a sweep does after an infra verdict (SSH lost, disk full): go on with the other cells, or stop."""
+EnvValue = Union[str, SecretRef]  # noqa: UP007 (a runtime alias, as FlagValue)
+"""A literal value, or a reference to a secret held in the orchestrator's environment."""
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A validated matrix file: base flags, axes, GitHub-Actions-style include/exclude, settings."""
+
+    name: str
+    path: str
+    text: str
+    """The YAML exactly as given, stored with the sweep."""
+    host: str | None = None
+    base_flags: dict[str, FlagValue] = field(default_factory=dict)
+    env: dict[str, EnvValue] = field(default_factory=dict)
+    axes: dict[str, list[AxisValue]] = field(default_factory=dict)
+    """Flag name (as written) -> its values, in file order; the first axis varies slowest."""
+    include: list[dict[str, AxisValue]] = field(default_factory=list)
+    exclude: list[dict[str, AxisValue]] = field(default_factory=list)
+    installs: list[str] = field(default_factory=list)
+    """Names of SGLang installs defined on the host; each multiplies the cells (environment axis)."""
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    """The defaults with this file's overrides applied (see `effective_deadlines` for the host's)."""
+    deadline_overrides: dict[str, float] = field(default_factory=dict)
+    probes: ProbeSettings = field(default_factory=ProbeSettings)
+    retries: int = 0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    """Retries by failure class; `retries` is the default of a class the file does not name."""
+    stall: Stall = field(default_factory=Stall)
+    """How long each startup phase may show no progress before a launch is a hang."""
+    max_cells: int = DEFAULT_MAX_CELLS
+    on_infra: OnInfra = "continue"
+    """`stop`: after an infra verdict start nothing more; the cells left are recorded as skipped."""

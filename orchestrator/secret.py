@@ -16,9 +16,12 @@ before it makes a count or a vocabulary entry is a text token, not a credential:
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+log = logging.getLogger("orchestrator")
 
 MASK = "***"
 MIN_MASKED_VALUE = 4
@@ -193,3 +196,16 @@ def masked_names(env: Mapping[str, object], secret_names: Iterable[str] = ()) ->
         name: MASK if isinstance(value, SecretRef) or name in marked or is_secret_name(name) else str(value)
         for name, value in env.items()
     }
+
+
+def protect(name: str, value: Any, where: str, warn: Callable[[str], None] | None = None) -> Any:
+    """The value, or a SecretRef holding it when `name` is a secret flag given in clear text (with a warning)."""
+    if isinstance(value, (bool, SecretRef)) or not isinstance(value, (str, int, float)) or not is_secret_name(name):
+        return value
+    var = var_for_flag(name)
+    (warn or log.warning)(
+        f"{where}: --{name.lstrip('-')} is given in clear text; it is passed as a secret (over the launch's stdin, "
+        f"masked everywhere). Write `{name.lstrip('-')}: {{secret: {var}}}` (or `{{secret:{var}}}` after --) and "
+        f"export {var}, so that the file holds no secret and repro and --resume can read it again."
+    )
+    return SecretRef(var, str(value))

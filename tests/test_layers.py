@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "orchestrator"
 LAYERS: dict[str, int] = {
     "model": 0, "secret": 0, "errors": 0, "settings": 0, "textsafe": 0, "safeconsole": 0, "retries": 0, "__init__": 0,
     "knowledge": 1, "transport": 1, "store": 1, "probe": 1,
-    "config": 2, "matrix": 2,
+    "matrix": 2, "config": 3,
     "harvest": 3, "host": 3, "sim": 3, "planning": 3, "slurm": 3,
     "classify": 4,
     "sweep": 5,

@@ -13,21 +13,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from orchestrator.errors import ConfigError, ConfigErrors
-from orchestrator.model import AxisValue, FlagValue
+from orchestrator.model import DEFAULT_MAX_CELLS as DEFAULT_MAX_CELLS
+from orchestrator.model import EnvValue as EnvValue
+from orchestrator.model import Matrix as Matrix
+from orchestrator.model import OnInfra as OnInfra
 from orchestrator.secret import SecretRef as SecretRef
 from orchestrator.secret import is_secret_name, masked_names
-from orchestrator.settings import Deadlines, ProbeSettings, RetryPolicy, Stall
+from orchestrator.settings import Deadlines
 
 DEFAULT_LAUNCHER = "python -m sglang.launch_server"
-DEFAULT_MAX_CELLS = 5000
 
 Transport = Literal["ssh", "local", "sim", "slurm"]
-OnInfra = Literal["continue", "stop"]
-"""What a sweep does after an infra verdict (SSH lost, disk full): go on with the other cells, or stop."""
 
 
-EnvValue = str | SecretRef
-"""A literal value, or a reference to a secret held in the orchestrator's environment."""
 
 
 looks_secret = is_secret_name
@@ -65,37 +63,6 @@ def resolve_env(
     if missing:
         raise ConfigErrors(missing)
     return plain, secrets
-
-
-@dataclass(frozen=True)
-class Matrix:
-    """A validated matrix file: base flags, axes, GitHub-Actions-style include/exclude, settings."""
-
-    name: str
-    path: str
-    text: str
-    """The YAML exactly as given, stored with the sweep."""
-    host: str | None = None
-    base_flags: dict[str, FlagValue] = field(default_factory=dict)
-    env: dict[str, EnvValue] = field(default_factory=dict)
-    axes: dict[str, list[AxisValue]] = field(default_factory=dict)
-    """Flag name (as written) -> its values, in file order; the first axis varies slowest."""
-    include: list[dict[str, AxisValue]] = field(default_factory=list)
-    exclude: list[dict[str, AxisValue]] = field(default_factory=list)
-    installs: list[str] = field(default_factory=list)
-    """Names of SGLang installs defined on the host; each multiplies the cells (environment axis)."""
-    deadlines: Deadlines = field(default_factory=Deadlines)
-    """The defaults with this file's overrides applied (see `effective_deadlines` for the host's)."""
-    deadline_overrides: dict[str, float] = field(default_factory=dict)
-    probes: ProbeSettings = field(default_factory=ProbeSettings)
-    retries: int = 0
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    """Retries by failure class; `retries` is the default of a class the file does not name."""
-    stall: Stall = field(default_factory=Stall)
-    """How long each startup phase may show no progress before a launch is a hang."""
-    max_cells: int = DEFAULT_MAX_CELLS
-    on_infra: OnInfra = "continue"
-    """`stop`: after an infra verdict start nothing more; the cells left are recorded as skipped."""
 
 
 @dataclass(frozen=True)

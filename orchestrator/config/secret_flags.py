@@ -17,22 +17,9 @@ from orchestrator.config.diagnostics import error_at
 from orchestrator.config.yamlpos import LoadedYaml
 from orchestrator.errors import ConfigError
 from orchestrator.model import AxisValue, FlagValue
-from orchestrator.secret import MASK, MIN_MASKED_VALUE, SecretRef, is_secret_name, var_for_flag
+from orchestrator.secret import MASK, MIN_MASKED_VALUE, is_secret_name, protect, var_for_flag
 
 log = logging.getLogger("orchestrator")
-
-
-def protect(name: str, value: FlagValue, where: str, warn: Callable[[str], None] | None = None) -> FlagValue:
-    """The value, or a SecretRef holding it when `name` is a secret flag given in clear text."""
-    if isinstance(value, (bool, SecretRef)) or not isinstance(value, (str, int, float)) or not is_secret_name(name):
-        return value
-    var = var_for_flag(name)
-    (warn or log.warning)(
-        f"{where}: --{name.lstrip('-')} is given in clear text; it is passed as a secret (over the launch's stdin, "
-        f"masked everywhere). Write `{name.lstrip('-')}: {{secret: {var}}}` (or `{{secret:{var}}}` after --) and "
-        f"export {var}, so that the file holds no secret and repro and --resume can read it again."
-    )
-    return SecretRef(var, str(value))
 
 
 def protect_flags(flags: Mapping[str, FlagValue], where: Callable[[str], str]) -> dict[str, FlagValue]:

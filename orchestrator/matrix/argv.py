@@ -7,12 +7,11 @@ preflight then rejects them with SGLang's own message.
 
 from __future__ import annotations
 
-from orchestrator.config.secret_flags import protect
 from orchestrator.matrix.expand import cell_id
 from orchestrator.matrix.flags import canonical_name, canonicalize
 from orchestrator.matrix.grammar import FlagGrammar, FlagSpec
 from orchestrator.model import Cell, FlagList, FlagValue
-from orchestrator.secret import parse_ref
+from orchestrator.secret import parse_ref, protect
 
 
 def _spec_for(grammar: FlagGrammar, option: str) -> tuple[str, FlagSpec | None]:

@@ -25,9 +25,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import product
 
-from orchestrator.config.model import Matrix, masked_env
 from orchestrator.matrix.flags import canonical_name, canonical_value, canonicalize
-from orchestrator.model import AxisValue, Cell, FlagList, FlagValue
+from orchestrator.model import AxisValue, Cell, FlagList, FlagValue, Matrix
+from orchestrator.secret import masked_names
 
 Combination = dict[str, FlagValue]
 
@@ -119,7 +119,7 @@ def _plan(matrix: Matrix) -> _Plan:
         base=canonicalize(matrix.base_flags),
         axes=tuple(shown),
         installs=tuple(matrix.installs) or (None,),
-        env=masked_env(matrix.env),
+        env=masked_names(matrix.env),
     )
 
 

@@ -66,13 +66,17 @@ def test_hosts_file_lookup_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_unknown_host_error_lists_the_files_tried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("ORCHESTRATOR_HOSTS", str(tmp_path / "nowhere.yaml"))
+    monkeypatch.delenv("ORCHESTRATOR_HOSTS", raising=False)
     with pytest.raises(ConfigError) as caught:
         resolve_host("blackwell", scenario=None, hosts_file=None)
     message = str(caught.value)
-    for tried in ("nowhere.yaml", "configs/hosts.yaml", ".config/orchestrator/hosts.yaml"):
+    for tried in ("configs/hosts.yaml", ".config/orchestrator/hosts.yaml"):
         assert tried in message
     assert resolve_host("sim", scenario=None, hosts_file=None).transport == "sim"
+    # A file the user named and that is missing is refused, never replaced by the defaults (the next test).
+    monkeypatch.setenv("ORCHESTRATOR_HOSTS", str(tmp_path / "nowhere.yaml"))
+    with pytest.raises(ConfigError, match="nowhere.yaml, which does not exist"):
+        resolve_host("blackwell", scenario=None, hosts_file=None)
 
 
 def test_a_named_hosts_file_that_is_missing_is_refused_not_replaced(
