@@ -153,3 +153,57 @@ def test_a_signal_stops_each_run_on_its_own_host_and_nothing_else(
     finally:
         for fh in members:
             fh.reap()
+
+
+@pytest.fixture
+def two_sshd() -> Iterator[tuple[SshdHost, SshdHost]]:
+    """Two plain loopback sshd of this test alone (it stops one)."""
+    hosts = (SshdHost(login_user()).start(), SshdHost(login_user()).start())
+    try:
+        yield hosts
+    finally:
+        for host in hosts:
+            host.cleanup()
+
+
+def test_a_signal_names_the_host_it_could_not_reach_and_never_calls_its_gpus_free(
+    two_sshd: tuple[SshdHost, SshdHost], tmp_path: Path
+) -> None:
+    hosts_file, members = _pool(tmp_path, two_sshd)
+    db = tmp_path / "orchestrator.db"
+    base = [sys.executable, "-m", "orchestrator", "sweep", str(tmp_path / "matrix.yaml"), "--hosts", str(hosts_file),
+            "--db", str(db)]  # fmt: skip
+    proc = subprocess.Popen(
+        [*base, "--host", "pool"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=cli_env(), start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: _in_flight_on(db, "a") is not None and _in_flight_on(db, "b") is not None, 120,
+                 "a launch in flight on each host")  # fmt: skip
+        two_sshd[1].stop()  # host b is unreachable from now on; its server runs on
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    try:
+        assert proc.returncode == 130, out
+        assert "GPUs NOT verified free" in out and "GPUs verified free" not in out.replace("NOT verified", ""), out
+        unreached = r"host b: could not stop its servers or check its GPUs \(.+\); `--resume` stops them"
+        assert re.search(unreached, out), out
+        assert "host a:" not in out, "host a was reached: its servers stopped and its GPUs checked"
+        assert members[0].gpu_holders() == [], "host a's GPUs are free"
+        # Once b is back, the printed resume stops what was left there and finishes the sweep.
+        two_sshd[1].start()
+        printed = re.search(r"^resume with: (orchestrator sweep .*)$", out, re.MULTILINE)
+        assert printed is not None, out
+        resumed = subprocess.run(
+            [sys.executable, "-m", *shlex.split(printed.group(1))], cwd=REPO, capture_output=True, text=True,
+            timeout=300, env=cli_env(),
+        )  # fmt: skip
+        assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+        assert our_processes(tmp_path) == [] and [fh.gpu_holders() for fh in members] == [[], []]
+    finally:
+        for fh in members:
+            fh.reap()

@@ -26,7 +26,8 @@ PASSING = "attention-backend=flashinfer, kv-cache-dtype=bf16"
 
 
 def _sweep(fh: FaultHost, on_event: object, wait_for_host_s: float = 0.0) -> tuple[str, list[str]]:
-    """One serial sweep in this process; returns its id and the host lines it announced."""
+    """One serial sweep in this process; returns its id and the host lines it announced (and, last, the hosts it
+    could not stop or check at its end: `unchecked: HOST (why)`)."""
     matrix, host = fh.matrix(), fh.host()
     said: list[str] = []
     options = SweepOptions(
@@ -35,7 +36,8 @@ def _sweep(fh: FaultHost, on_event: object, wait_for_host_s: float = 0.0) -> tup
     )  # fmt: skip
     hooks = SweepHooks(on_event=on_event, on_host=lambda _name, line: said.append(line))  # type: ignore[arg-type]
     with Store(fh.db) as store:
-        return run_sweep(store, matrix, [host], options, hooks).sweep_id, said
+        outcome = run_sweep(store, matrix, [host], options, hooks)
+    return outcome.sweep_id, said + [f"unchecked: {name} ({why})" for name, why in outcome.unchecked.items()]
 
 
 def test_a_host_that_dies_mid_sweep_makes_its_remaining_cells_infra_within_seconds(
@@ -64,8 +66,11 @@ def test_a_host_that_dies_mid_sweep_makes_its_remaining_cells_infra_within_secon
     assert all("is down" in r.reason and "not launched" in r.reason for r in never_launched), [
         r.reason for r in never_launched
     ]
-    assert len([line for line in said if "is down" in line]) == 1, said  # said once, not per cell
+    announced = [line for line in said if not line.startswith("unchecked: ")]
+    assert len([line for line in announced if "is down" in line]) == 1, said  # said once, not per cell
     assert "--wait-for-host" in said[0]
+    # The sweep ends naming the host it could not stop or check (the CLI prints it with the resume command).
+    assert any(line.startswith(f"unchecked: {slow_host.name} (") for line in said), said
 
 
 def test_wait_for_host_resumes_the_sweep_when_the_host_comes_back(own_sshd: SshdHost, slow_host: FaultHost) -> None:
