@@ -75,7 +75,7 @@ def test_unknown_host_error_lists_the_files_tried(tmp_path: Path, monkeypatch: p
     assert resolve_host("sim", scenario=None, hosts_file=None).transport == "sim"
     # A file the user named and that is missing is refused, never replaced by the defaults (the next test).
     monkeypatch.setenv("ORCHESTRATOR_HOSTS", str(tmp_path / "nowhere.yaml"))
-    with pytest.raises(ConfigError, match="nowhere.yaml, which does not exist"):
+    with pytest.raises(ConfigError, match=r"nowhere\.yaml, which does not exist"):
         resolve_host("blackwell", scenario=None, hosts_file=None)
 
 
