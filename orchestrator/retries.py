@@ -71,7 +71,8 @@ def decide(
     if attempt <= allowed:
         return RetryDecision(True, f"retried: {name} is {kind} ({_WHY[kind]}; retry {kind}: {allowed})")
     if allowed == 0:
-        saved = max(0, default - attempt + 1) if attempt == 1 else 0
+        # Counted for what cannot change: a flaky class set to 0 is the user's choice, not a launch saved.
+        saved = default if attempt == 1 and kind == "deterministic" else 0
         return RetryDecision(False, f"not retried: {name} is {kind} ({_WHY[kind]}; retry {kind}: 0)", saved)
     return RetryDecision(False, f"{kind}: its {allowed} retr{'y' if allowed == 1 else 'ies'} used")
 
