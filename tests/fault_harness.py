@@ -56,6 +56,7 @@ matrix:
   attention-backend: [flashinfer, triton]
   kv-cache-dtype: [bf16, fp8_e4m3]
 {cells}{extra}probes: {{settle_s: 0.2, concurrent_requests: 4}}
+load: off
 """
 HANG_CELL = "  include: [{attention-backend: torch_native, tp-size: 2}]\n"
 """A fifth cell, on two GPUs, that hangs at model_load until its deadline."""

@@ -72,8 +72,12 @@ def write_hosts(
 
 
 def write_matrix(path: Path, **doc: Any) -> Path:
-    """A matrix file for `faulthost`; string values of any content are written safely quoted."""
-    path.write_text(yaml.safe_dump({"host": HOST, **doc}, sort_keys=False, allow_unicode=True))
+    """A matrix file for `faulthost`; string values of any content are written safely quoted.
+
+    Without a `load:` of its own the speed load is off: these tests are about other things, and the speed tests
+    (tests/e2e/test_speed.py) give theirs.
+    """
+    path.write_text(yaml.safe_dump({"host": HOST, "load": "off", **doc}, sort_keys=False, allow_unicode=True))
     return path
 
 

@@ -34,6 +34,7 @@ matrix:
   kv-cache-dtype: [bf16, fp8_e4m3]
   mem-fraction-static: [0.8, 0.85]
 probes: {settle_s: 0.2, concurrent_requests: 4}
+load: off
 """
 VERDICTS = {
     ("flashinfer", "bf16"): ("pass", "healthy"),
