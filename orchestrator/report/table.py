@@ -261,14 +261,15 @@ def render_csv(results: Sequence[CellResult], sweep: SweepRecord) -> str:
     axes = axis_columns(results)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    fixed = ["cell_id", "status", "phase", "category", "root_cause_line", "attempts", "ready_s", "flaky", "run_id"]
+    fixed = ["cell_id", "status", "phase", "category", "root_cause_line", "attempts", "ready_s", "flaky"]
     speed = speed_view.shown(results)
-    writer.writerow([*axes, *fixed, *(speed_view.CSV_COLUMNS if speed else ())])
+    # The run id stays the last column: scripts (the README's among them) take it with `awk -F, '{print $NF}'`.
+    writer.writerow([*axes, *fixed, *(speed_view.CSV_COLUMNS if speed else ()), "run_id"])
     for result in results:
         entry = result.to_dict()
         values = [_value_text(_axis_value(result, a), "") for a in axes]
         measured = speed_view.csv_values(result) if speed else []
-        writer.writerow([*values, *(_csv_value(entry[k]) for k in fixed), *measured])
+        writer.writerow([*values, *(_csv_value(entry[k]) for k in fixed), *measured, _csv_value(entry["run_id"])])
     return buffer.getvalue()
 
 
