@@ -164,10 +164,15 @@ def launch_attempt(
         store.finish_run(spec.run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=time.time())
         return AttemptResult(cell, spec.run_id, verdict, slot, True)
     began = time.monotonic()
-    store.mark_launched(
-        spec.run_id, run_dir=spec.run_dir, pgid=launch.pgid or None, port=spec.port or None, gpus=spec.gpus,
-        job_id=launch.job_id,
-    )  # fmt: skip
+    try:
+        store.mark_launched(
+            spec.run_id, run_dir=spec.run_dir, pgid=launch.pgid or None, port=spec.port or None, gpus=spec.gpus,
+            job_id=launch.job_id,
+        )  # fmt: skip
+    except OrchestratorError:
+        # The store cannot follow it (full, or gone): a server nobody records must not run on holding GPUs.
+        _stop_quietly(session, launch, settings)
+        raise
     stored_s += time.monotonic() - began
     return watch_attempt(store, session, cell, spec.run_id, launch, settings, on_event, stored_s=stored_s)
 
