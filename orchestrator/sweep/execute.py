@@ -191,6 +191,10 @@ def execute_run(
         # then the (costlier) liveness check is not needed.
         exit_code = launcher.exit_code(launch)
         died_alone = exit_code is not None or not launcher.alive(launch)
+        if not died_alone and ready.fatal_line is not None and session.schedules_gpus:
+            # A batch job's last line may be its scheduler's (`*** JOB 1 ON node CANCELLED AT ...`): let the job
+            # leave the queue, so that an end the scheduler caused is named as the scheduler's, not the cell's.
+            died_alone = _ends_within(lambda: launcher.alive(launch), SCHEDULER_END_WAIT_S)
         killed = launcher.killed_by_scheduler(launch) if died_alone else None
         marks.mark("harvest_s")
         sigkilled, gpus_after = session.stop_launch(launch, settings.deadlines.stop_grace)
@@ -227,6 +231,20 @@ def execute_run(
     marks.mark("gpu_free_s")
     live.timings["total"] = round(time.monotonic() - started, 3)
     return RunReport(outcome, evidence, verdict, live.timings, launch.pgid, released, leftovers, launch)
+
+
+SCHEDULER_END_WAIT_S = 10.0
+"""How long a batch job that printed a fatal line is given to leave the queue before it is stopped."""
+
+
+def _ends_within(alive: Callable[[], bool], seconds: float) -> bool:
+    """Whether `alive()` turns false within `seconds` (asked every quarter second)."""
+    deadline = time.monotonic() + seconds
+    while alive():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.25)
+    return True
 
 
 class _Marks:
