@@ -6,6 +6,7 @@ import time
 
 from orchestrator.config.model import Matrix
 from orchestrator.errors import OrchestratorError, TransportError
+from orchestrator.planning.installs import install_changes
 from orchestrator.planning.known_bad import Proof
 from orchestrator.store.records import SweepRecord
 from orchestrator.store.sqlite import Store
@@ -14,7 +15,7 @@ from orchestrator.sweep.hostdown import HostWatch
 from orchestrator.sweep.lanes import Lane, LaneRun, Member, run_lanes
 from orchestrator.sweep.options import SweepHooks, SweepOptions, SweepOutcome
 from orchestrator.sweep.plan_steps import Launcher, adapt
-from orchestrator.sweep.preflight import Preflight, install_changes
+from orchestrator.sweep.preflight import Preflight
 from orchestrator.sweep.recover import jobs_left, reap_orphans, settle_in_flight
 from orchestrator.sweep.scheduler import Job, Scheduler
 from orchestrator.sweep.suspects import Suspects

@@ -3,7 +3,7 @@ builds under one label): versions, builds and commits per install, and packages 
 
 from __future__ import annotations
 
-from orchestrator.sweep.preflight import InstallChange, install_changes
+from orchestrator.planning.installs import InstallChange, install_changes
 
 RECORDED = {
     "sglang": "0.5.9",
