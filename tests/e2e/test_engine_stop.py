@@ -73,6 +73,15 @@ def _pool(root: Path, sshds: tuple[SshdHost, SshdHost]) -> tuple[Path, list[Faul
     return hosts_file, members
 
 
+def _sweep_in_background(root: Path, hosts_file: Path, db: Path) -> subprocess.Popen[str]:
+    """`orchestrator sweep` of the pool, in its own session, its output piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "sweep", str(root / "matrix.yaml"), "--hosts", str(hosts_file),
+         "--db", str(db), "--host", "pool"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=cli_env(), start_new_session=True,
+    )  # fmt: skip
+
+
 def _in_flight_on(db: Path, host: str) -> int | None:
     """The process group of a run of `host` launched and not finished, if any."""
     if not db.exists():
@@ -100,12 +109,7 @@ def test_a_signal_stops_each_run_on_its_own_host_and_nothing_else(
     _ssh(host_b, f"echo {B_PIDS_FROM} > /proc/sys/kernel/ns_last_pid")
     hosts_file, members = _pool(tmp_path, namespaced_sshd)
     db = tmp_path / "orchestrator.db"
-    base = [sys.executable, "-m", "orchestrator", "sweep", str(tmp_path / "matrix.yaml"), "--hosts", str(hosts_file),
-            "--db", str(db)]  # fmt: skip
-    proc = subprocess.Popen(
-        [*base, "--host", "pool"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=cli_env(), start_new_session=True,
-    )  # fmt: skip
+    proc = _sweep_in_background(tmp_path, hosts_file, db)
     try:
         wait_for(lambda: _in_flight_on(db, "b") is not None, 120, "a launch in flight on host b")
         pgid = _in_flight_on(db, "b")
@@ -171,12 +175,7 @@ def test_a_signal_names_the_host_it_could_not_reach_and_never_calls_its_gpus_fre
 ) -> None:
     hosts_file, members = _pool(tmp_path, two_sshd)
     db = tmp_path / "orchestrator.db"
-    base = [sys.executable, "-m", "orchestrator", "sweep", str(tmp_path / "matrix.yaml"), "--hosts", str(hosts_file),
-            "--db", str(db)]  # fmt: skip
-    proc = subprocess.Popen(
-        [*base, "--host", "pool"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=cli_env(), start_new_session=True,
-    )  # fmt: skip
+    proc = _sweep_in_background(tmp_path, hosts_file, db)
     try:
         wait_for(lambda: _in_flight_on(db, "a") is not None and _in_flight_on(db, "b") is not None, 120,
                  "a launch in flight on each host")  # fmt: skip
