@@ -133,8 +133,9 @@ def test_heartbeat_beats_while_held_and_never_retakes_a_lock_taken_over(tmp_path
 
 @pytest.fixture
 def ssh_host(sshd: SshdHost, tmp_path: Path) -> Iterator[FaultHost]:
-    """The fault host over the session's sshd."""
-    fh = FaultHost(tmp_path, sshd=sshd)
+    """The fault host over the session's sshd; its loads take seconds, so the first sweep still runs (and holds the
+    lock) while the second is tried."""
+    fh = FaultHost(tmp_path, sshd=sshd, load_s=2.0)
     yield fh
     fh.reap()
 
