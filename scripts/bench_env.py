@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+# Scripts run as `python scripts/x.py` see only scripts/ on sys.path: every bench script imports this module first.
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 

@@ -20,14 +20,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import bench_env  # noqa: F401  (importing it puts the repository on sys.path)
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from tests.faults_support import reap, write_hosts, write_matrix, write_scenario  # noqa: E402
-from tests.simhost import orchestrator  # noqa: E402
+from tests.faults_support import reap, write_hosts, write_matrix, write_scenario
+from tests.simhost import orchestrator
 
 TOK_S = 4000
 FAST_FACTOR = 1.5

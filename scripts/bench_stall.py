@@ -22,14 +22,12 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import bench_env  # noqa: F401  (importing it puts the repository on sys.path)
 
-from orchestrator.settings import Deadlines, Stall  # noqa: E402
-from orchestrator.store.sqlite import Store  # noqa: E402
-from tests.faults_support import reap, write_hosts, write_matrix, write_scenario  # noqa: E402
-from tests.simhost import orchestrator  # noqa: E402
+from orchestrator.settings import Deadlines, Stall
+from orchestrator.store.sqlite import Store
+from tests.faults_support import reap, write_hosts, write_matrix, write_scenario
+from tests.simhost import orchestrator
 
 STALL_S = 2.0
 LOAD_S = 1.0
