@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from orchestrator.classify.verdict import LABELS, classify
+from orchestrator.cli.formats import json_wanted
 from orchestrator.cli.root import app
 from orchestrator.harvest import read
 from orchestrator.harvest.records import Evidence
@@ -202,9 +203,7 @@ def classify_command(
     ] = None,
 ) -> None:
     """Harvest and classify server logs offline: category, phase, root-cause line, why, tracebacks, warnings."""
-    if as_json and fmt == "term":
-        raise typer.BadParameter("--json asks for JSON and --format term for the report: pass one", param_hint="--json")
-    as_json = as_json or fmt == "json"
+    as_json = json_wanted(as_json, fmt)
     files, problems = log_files(paths)
     several = len(files) > 1 or any(p.is_dir() for p in paths)
     for problem in problems:

@@ -16,6 +16,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+# Re-exported for the commands that import them from here (repro); classify takes them from formats alone.
+from orchestrator.cli.formats import FORMAT_HELP as FORMAT_HELP
+from orchestrator.cli.formats import json_wanted as json_wanted
 from orchestrator.config.model import HostConfig
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.report.table import term_lines
@@ -143,13 +146,3 @@ def print_table(console: Console, results: list[CellResult], record: SweepRecord
     for line in term_lines(results, record, width, wide=wide):
         # soft_wrap: neither wrapped nor cut by rich; the layout already fits the width it was given.
         console.print(line, soft_wrap=True)
-
-
-FORMAT_HELP = "Output format: term (for people), json (the same as --json)."
-
-
-def json_wanted(as_json: bool, fmt: str | None) -> bool:
-    """`--json`, or `--format json`: one spelling of output formats across commands, `--json` kept where documented."""
-    if as_json and fmt == "term":
-        raise typer.BadParameter("--json asks for JSON and --format term for people: pass one", param_hint="--json")
-    return as_json or fmt == "json"
