@@ -12,9 +12,11 @@ every repeat answered, every answer had the tokens asked (a load that lost reque
 answers measures a different load), and the known-answer prompt of the greedy probe, asked again
 within each repeat, still gets its known answer (a kernel that is fast because it is wrong is not fast).
 
-One load at a time per orchestrator: the requests' streams are read by this process, and eight loads side by
-side (a packed sweep) would measure how fast it reads them rather than how fast each server writes them.
-A launch whose probes passed while another cell's load runs waits for it (`waited_s`, not part of any figure).
+One load at a time per host: a figure measured while a sibling cell's load runs on the same machine would
+measure the two sharing its CPUs and PCIe rather than the cell, and eight loads side by side (a packed
+host) would measure how fast this process reads their streams rather than how fast each server writes them.
+A launch whose probes passed while another cell's load runs on its host waits for it (`waited_s`, not part of any
+figure). The hosts of a pool load at once: one load per host is a few streams each, and no machine is shared.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ from orchestrator.probe.speed import RepeatFigures, measured, not_measured
 from orchestrator.probe.wire import ChatReply, excerpt
 from orchestrator.settings import LoadSettings, ProbeSettings
 
-_ONE_AT_A_TIME = threading.Lock()
+_HOST_LOCKS: dict[str, threading.Lock] = {}
+"""Host -> the lock its loads take, one at a time (made on first use; a sweep names a handful of hosts)."""
+_HOST_LOCKS_GUARD = threading.Lock()
 
 _FILLER = (
     "measure", "serving", "speed", "with", "a", "steady", "stream", "of", "requests", "that", "ask", "for", "long",
@@ -133,14 +137,25 @@ def run_load(
     load: LoadSettings,
     *,
     timeout: float,
+    host: str = "",
     clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, Any]:
-    """Run the load on a ready server that passed its probes; the `speed` object (probe/speed.py)."""
+    """Run the load on a ready server that passed its probes; the `speed` object (probe/speed.py).
+
+    It waits for any other load on `host` (the host entry the server runs on) to end first; callers that
+    name no host share one lock, the safe side: their loads never overlap.
+    """
     asked = clock()
-    with _ONE_AT_A_TIME:
+    with host_lock(host):
         began = clock()
         speed = _measure(client, probes, load, timeout, clock)
     return {**speed, "waited_s": round(began - asked, 4)}
+
+
+def host_lock(host: str) -> threading.Lock:
+    """The lock of one host's loads: the same object for every caller that names that host."""
+    with _HOST_LOCKS_GUARD:
+        return _HOST_LOCKS.setdefault(host, threading.Lock())
 
 
 def _measure(
