@@ -16,6 +16,7 @@ from orchestrator.cli.root import app
 from orchestrator.config.model import HostConfig, Matrix
 from orchestrator.matrix.argv import cell_from_argv
 from orchestrator.model import Cell, Phase
+from orchestrator.probe.speed import band_of, speed_text
 from orchestrator.settings import Deadlines
 from orchestrator.store.records import COMMAND_LINE, RunRecord, SweepRecord
 from orchestrator.store.sqlite import Store
@@ -111,6 +112,8 @@ def run_payload(store: Store, run: RunRecord) -> dict[str, Any]:
         **verdict,
         "ready_s": run.outcome.ready_s if run.outcome else None,
         "probes": [p.to_dict() for p in run.outcome.probes] if run.outcome else [],
+        # The standard load's measurement after every probe passed (probe/speed.py); null: none was run.
+        "speed": run.outcome.speed if run.outcome else None,
         "warnings": evidence.get("warnings", []),
         "command": run.command,
         "run_dir": run.run_dir,
@@ -132,10 +135,29 @@ def print_verdict(console: Console, payload: dict[str, Any]) -> None:
         mark = "ok " if probe["ok"] else "FAIL"
         line = f"  {mark} {probe['name']:<11} {probe.get('latency_s') or 0:.2f}s  {probe.get('error') or ''}"
         console.print(line, markup=False, soft_wrap=True)
+    said = speed_line(payload)
+    if said:
+        console.print(said, markup=False, soft_wrap=True)
     if payload.get("root_cause_line"):
         console.print(f"root cause: {payload['root_cause_line']}", markup=False)
     if payload.get("reason"):
         console.print(f"reason: {payload['reason']}", markup=False)
     console.print(
         f"run {payload['run_id']} · run dir {payload.get('run_dir')} · log {payload.get('log')}", markup=False
+    )
+
+
+def speed_line(payload: dict[str, Any]) -> str | None:
+    """What the table's `tok/s` column says of a passing run, in words: its figure and what it was measured
+    under, or why it has none. None where nothing was measured (a failing run, `load: off`)."""
+    speed = payload.get("speed")
+    if payload.get("status") != "pass" or not speed:
+        return None
+    if band_of(speed) is None:
+        return f"speed: invalid, no figure kept: {speed.get('why') or 'the load gave none'}"
+    ttft, itl, load = speed.get("ttft_ms") or {}, speed.get("itl_ms") or {}, speed.get("load") or {}
+    return (
+        f"speed: {speed_text(speed)} output tok/s (median ± half the spread of {len(speed.get('repeats') or [])} "
+        f"repeats; TTFT p50 {ttft.get('p50')} ms, ITL p50 {itl.get('p50')} ms; {load.get('requests')} requests, "
+        f"concurrency {load.get('concurrency')}, {load.get('input_len')} tokens in, {load.get('output_len')} out)"
     )
