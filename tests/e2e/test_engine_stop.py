@@ -19,12 +19,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 
 from tests import sshd_host
-from tests.e2e.test_pool_ssh import MATRIX, VERDICTS
-from tests.fault_harness import FaultHost, cli_env, our_processes, wait_for
+from tests.e2e.pool_support import pool_files, start_pool_sweep, verdict_of
+from tests.fault_harness import cli_env, our_processes, wait_for
 from tests.paths import REPO
 from tests.sshd_host import SshdHost, login_user
 
@@ -33,20 +34,37 @@ pytestmark = [pytest.mark.ssh, pytest.mark.slow]
 B_PIDS_FROM = 20000
 """Host b's PID namespace hands out numbers from here: its process groups never exist on host a by chance."""
 DECOY = "sleep 86400"
+MEMBER: dict[str, Any] = {"gpus": 1, "load_s": 2.0, "decode_s": 0.01}
+"""Each host of the pool: one GPU, and a 2 s model load that keeps a launch in flight when the signal lands."""
+
+
+class StartPair(Protocol):
+    """Starts two loopback sshd of the test's own (the `sshd_pair` fixture)."""
+
+    def __call__(self, *, own_pid_namespaces: bool = False) -> tuple[SshdHost, SshdHost]: ...
 
 
 @pytest.fixture
-def namespaced_sshd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[SshdHost, SshdHost]]:
-    """Two sshd, each the first process of a PID namespace of its own (ended with it: --kill-child)."""
-    wrapper = tmp_path / "sshd-in-own-pid-namespace"
-    wrapper.write_text(f'#!/bin/sh\nexec unshare --pid --fork --kill-child --mount-proc {sshd_host.SSHD} "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setattr(sshd_host, "SSHD", str(wrapper))
-    hosts = (SshdHost(login_user()).start(), SshdHost(login_user()).start())
+def sshd_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StartPair]:
+    """Two sshd of this test alone (it may stop one), each with `own_pid_namespaces` the first process of a PID
+    namespace of its own (ended with it: --kill-child); all stopped and removed after the test."""
+    started: list[SshdHost] = []
+
+    def start(*, own_pid_namespaces: bool = False) -> tuple[SshdHost, SshdHost]:
+        if own_pid_namespaces:
+            wrapper = tmp_path / "sshd-in-own-pid-namespace"
+            unshare = "unshare --pid --fork --kill-child --mount-proc"
+            wrapper.write_text(f'#!/bin/sh\nexec {unshare} {sshd_host.SSHD} "$@"\n')
+            wrapper.chmod(0o755)
+            monkeypatch.setattr(sshd_host, "SSHD", str(wrapper))
+        for _ in range(2):
+            started.append(SshdHost(login_user()).start())
+        return started[-2], started[-1]
+
     try:
-        yield hosts
+        yield start
     finally:
-        for host in hosts:
+        for host in started:
             host.cleanup()
 
 
@@ -59,27 +77,6 @@ def _ssh(host: SshdHost, command: str) -> str:
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     return out.stdout
-
-
-def _pool(root: Path, sshds: tuple[SshdHost, SshdHost]) -> tuple[Path, list[FaultHost]]:
-    members = [
-        FaultHost(root / name, sshd=sshd, gpus=1, name=name, load_s=2.0, decode_s=0.01)
-        for name, sshd in zip("ab", sshds, strict=True)
-    ]
-    entries = {name: json.loads(fh.hosts_file.read_text())[name] for name, fh in zip("ab", members, strict=True)}
-    hosts_file = root / "hosts.yaml"
-    hosts_file.write_text(json.dumps({**entries, "pool": {"group": ["a", "b"]}}, indent=1))
-    (root / "matrix.yaml").write_text(MATRIX)
-    return hosts_file, members
-
-
-def _sweep_in_background(root: Path, hosts_file: Path, db: Path) -> subprocess.Popen[str]:
-    """`orchestrator sweep` of the pool, in its own session, its output piped."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "sweep", str(root / "matrix.yaml"), "--hosts", str(hosts_file),
-         "--db", str(db), "--host", "pool"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=cli_env(), start_new_session=True,
-    )  # fmt: skip
 
 
 def _in_flight_on(db: Path, host: str) -> int | None:
@@ -96,20 +93,15 @@ def _in_flight_on(db: Path, host: str) -> int | None:
     return int(row[0]) if row else None
 
 
-def _verdict_of(label: str) -> tuple[str, str]:
-    flags = dict(part.split("=") for part in label.split(", "))
-    return VERDICTS[(flags["attention-backend"], flags["kv-cache-dtype"])]
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_a_signal_stops_each_run_on_its_own_host_and_nothing_else(
-    namespaced_sshd: tuple[SshdHost, SshdHost], tmp_path: Path, sig: signal.Signals
+    sshd_pair: StartPair, tmp_path: Path, sig: signal.Signals
 ) -> None:
-    host_a, host_b = namespaced_sshd
+    namespaced_sshd = host_a, host_b = sshd_pair(own_pid_namespaces=True)
     _ssh(host_b, f"echo {B_PIDS_FROM} > /proc/sys/kernel/ns_last_pid")
-    hosts_file, members = _pool(tmp_path, namespaced_sshd)
+    hosts_file, members = pool_files(tmp_path, namespaced_sshd, **MEMBER)
     db = tmp_path / "orchestrator.db"
-    proc = _sweep_in_background(tmp_path, hosts_file, db)
+    proc = start_pool_sweep(tmp_path, hosts_file, db)
     try:
         wait_for(lambda: _in_flight_on(db, "b") is not None, 120, "a launch in flight on host b")
         pgid = _in_flight_on(db, "b")
@@ -151,7 +143,7 @@ def test_a_signal_stops_each_run_on_its_own_host_and_nothing_else(
         cells = json.loads(table.stdout)["cells"]
         assert len(cells) == 8
         for cell in cells:  # the table of an uninterrupted sweep: each cell's own verdict, on whichever host
-            assert (cell["status"], cell["category"]) == _verdict_of(cell["label"]), cell
+            assert (cell["status"], cell["category"]) == verdict_of(cell["label"]), cell
         assert our_processes(tmp_path) == []
         assert DECOY in _ssh(host_a, f"ps -o args= -p {pgid} || true")
     finally:
@@ -159,23 +151,13 @@ def test_a_signal_stops_each_run_on_its_own_host_and_nothing_else(
             fh.reap()
 
 
-@pytest.fixture
-def two_sshd() -> Iterator[tuple[SshdHost, SshdHost]]:
-    """Two plain loopback sshd of this test alone (it stops one)."""
-    hosts = (SshdHost(login_user()).start(), SshdHost(login_user()).start())
-    try:
-        yield hosts
-    finally:
-        for host in hosts:
-            host.cleanup()
-
-
 def test_a_signal_names_the_host_it_could_not_reach_and_never_calls_its_gpus_free(
-    two_sshd: tuple[SshdHost, SshdHost], tmp_path: Path
+    sshd_pair: StartPair, tmp_path: Path
 ) -> None:
-    hosts_file, members = _pool(tmp_path, two_sshd)
+    two_sshd = sshd_pair()
+    hosts_file, members = pool_files(tmp_path, two_sshd, **MEMBER)
     db = tmp_path / "orchestrator.db"
-    proc = _sweep_in_background(tmp_path, hosts_file, db)
+    proc = start_pool_sweep(tmp_path, hosts_file, db)
     try:
         wait_for(lambda: _in_flight_on(db, "a") is not None and _in_flight_on(db, "b") is not None, 120,
                  "a launch in flight on each host")  # fmt: skip
