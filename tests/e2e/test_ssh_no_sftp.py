@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -12,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.netns import BastionNets, netns_missing
+from tests.netns import BastionNets
 from tests.simhost import orchestrator, run_json, write_hosts
-from tests.sshd_host import SshdHost, login_user, missing_tools
+from tests.sshd_host import SshdHost, login_user
+from tests.transport.test_ssh_bastion_netns import _reach, bastion_and_target  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.ssh
 
@@ -50,31 +50,15 @@ def test_run_on_a_host_without_sftp(no_sftp: SshdHost, tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def bastion_and_bare_target(sshd: SshdHost) -> Iterator[tuple[BastionNets, SshdHost, SshdHost]]:
-    """A bastion and, behind it, a target without SFTP, each in a network namespace of the test's own."""
-    why = netns_missing() or (", ".join(missing_tools()) or None)
-    if why:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but cannot build the bastion's network namespaces: {why}")
-        pytest.skip(why)
-    nets = BastionNets.up()
-    started: list[SshdHost] = []
-    try:
-        user = login_user()
-        started.append(SshdHost(user, listen=nets.bastion_ip, netns=nets.bastion_ns).start())
-        started.append(SshdHost(user, listen=nets.target_ip, netns=nets.target_ns, sftp=False).start())
-        yield nets, started[0], started[1]
-    finally:
-        for host in started:
-            host.cleanup()
-        nets.down()
-
-
-def _reach(sshd: SshdHost) -> str:
-    return (
-        f"  HostName {sshd.listen}\n  User {sshd.user}\n  IdentityFile {sshd.client_key}\n"
-        f"  UserKnownHostsFile {sshd.known_hosts}\n"
-    )
+def bastion_and_bare_target(
+    bastion_and_target: tuple[BastionNets, SshdHost, SshdHost],  # noqa: F811 (the fixture imported above)
+) -> tuple[BastionNets, SshdHost, SshdHost]:
+    """The bastion test's namespaces and sshd (ended and removed by that fixture), the target's sshd restarted
+    without `Subsystem sftp`."""
+    nets, bastion, target = bastion_and_target
+    target.sftp = False
+    target.restart()
+    return nets, bastion, target
 
 
 def test_run_through_a_bastion_to_a_host_without_sftp(
