@@ -6,14 +6,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.netns import BastionNets
 from tests.simhost import orchestrator, run_json, write_hosts
-from tests.sshd_host import SshdHost, login_user
+from tests.sshd_host import SshdHost
 from tests.transport.test_ssh_bastion_netns import _reach, bastion_and_target  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.ssh
@@ -22,11 +21,10 @@ FLAGS = ["--model-path", "/models/GLM-5-NVFP4", "--tp-size", "8", "--fp8-gemm-ba
 
 
 @pytest.fixture
-def no_sftp(sshd: SshdHost) -> Iterator[SshdHost]:
-    """A loopback sshd of this test without `Subsystem sftp`."""
-    host = SshdHost(login_user(), sftp=False).start()
-    yield host
-    host.cleanup()
+def no_sftp(own_sshd: SshdHost) -> SshdHost:
+    """The loopback sshd of this test alone (tests/e2e/conftest.py), restarted without `Subsystem sftp`."""
+    own_sshd.sftp = False
+    return own_sshd.restart()
 
 
 def _check_ran_without_sftp(result: subprocess.CompletedProcess[str], work: Path) -> None:
