@@ -38,9 +38,12 @@ ARCH_REFUSAL = re.compile(rf"(?i:{_REFUSAL}).{{0,100}}{ARCH}|{ARCH}.{{0,100}}(?i
 
 DISTRIBUTED = (
     r"(?:\bc10d\b|\b[Gg]loo\b|\bGLOO\b|\b[Rr]endezvous\b|\brdzv\w*|\bTCPStore\b|\bProcessGroup\w*|\bibv_\w+"
-    r"|\bRDMA\b|\bconnectFullMesh\b|\binit_process_group\b|\btorch\.distributed\b|\bDistStore\w*|\bMASTER_ADDR\b)"
+    r"|\bRDMA\b|\bconnectFullMesh\b|(?<!\.)\binit_process_group\b(?!\()|\btorch\.distributed\b|\bDistStore\w*"
+    r"|\bMASTER_ADDR\b)"
 )
-"""Words that name the distributed runtime below NCCL: c10d, Gloo, rendezvous, the TCP store, InfiniBand verbs."""
+"""Words that name the distributed runtime below NCCL: c10d, Gloo, rendezvous, the TCP store, InfiniBand verbs. A method
+called by name (`ray::Actor.init_process_group()` in a Ray task's header, `dist.init_process_group(` in code) is the
+code that ran, not a statement about the runtime."""
 _BREAKAGE = (
     r"(?i:\bfail(?:ed|ure|s)?\b|\berror\b|\brefused\b|\bNo route to host\b|\bunreachable\b|\breset by peer\b"
     r"|\babort(?:ed)?\b|\bclosed\b|\bcannot (?:connect|reach)\b|\bbroken pipe\b)"
