@@ -17,6 +17,7 @@ from orchestrator.classify.phase import traceback_of
 from orchestrator.classify.structure import Shape, shape_of
 from orchestrator.classify.survival import last_activity_line_no, ready_line_no, survived
 from orchestrator.harvest.records import Evidence, Hit, LogLine, TracebackRecord
+from orchestrator.knowledge.kinds import quotes_another
 from orchestrator.knowledge.lines import parse, strip_ansi
 from orchestrator.knowledge.markers import REQUEST_HANDLER
 from orchestrator.knowledge.patterns import Signature
@@ -61,10 +62,16 @@ class Candidate:
         """The line is an exception's name alone (`AssertionError`, `ImportError:`): its meaning is elsewhere."""
         return _BARE.match(parse(strip_ansi(self.line.text)).body.strip()) is not None
 
-    def rank(self) -> tuple[int, int, int]:
-        """Sort key part: more specific first; among equals, a line that says something, then the exception
-        line itself rather than a wrapper or code line."""
-        return (-self.specificity, int(self.bare), -int(self.leads and not self.generic))
+    @property
+    def quoting(self) -> bool:
+        """The line reports a failure elsewhere by quoting it (a dead engine's error naming the original one)."""
+        return quotes_another(parse(strip_ansi(self.line.text)).body.strip())
+
+    def rank(self) -> tuple[int, int, int, int]:
+        """Sort key part: more specific first; among equals, a line that says something, then one that states the
+        failure first-hand rather than quoting it from another process, then the exception line itself rather than
+        a wrapper or code line."""
+        return (-self.specificity, int(self.bare), int(self.quoting), -int(self.leads and not self.generic))
 
 
 def candidates(evidence: Evidence) -> list[Candidate]:

@@ -28,6 +28,14 @@ _CUDA_ERROR = re.compile(
     r"|device-side assert|Assertion .+ failed|illegal memory access|CUDA out of memory|no kernel image"
 )
 _DIGITS = re.compile(r"\d+")
+_QUOTES_ANOTHER = re.compile(
+    r"^(?:[\w.]+\.)?\w*(?:EngineDead|ActorDied|RayTask|WorkerCrashed|ActorUnavailable)\w*(?:Error|Exception)\b"
+    r"|(?i:inspect the stack ?trace to find the original error|(?:see|check) the stack ?trace above"
+    r"|see root cause above)"
+)
+"""A message that reports a failure elsewhere by quoting it (`EngineDeadError: Engine loop is not running ...:
+OutOfMemoryError(...)`, `Worker failed with error '...', please check the stack trace above`): the quoted failure is
+stated first-hand on another line."""
 
 
 def is_warning(p: Parsed, message: str) -> bool:
@@ -58,3 +66,8 @@ def cuda_error_key(message: str) -> str | None:
     if _CUDA_ERROR.search(message) is None:
         return None
     return _DIGITS.sub("#", message)
+
+
+def quotes_another(message: str) -> bool:
+    """Whether a message (prefix removed) reports another process's failure by quoting it."""
+    return _QUOTES_ANOTHER.search(message) is not None

@@ -328,3 +328,30 @@ def test_the_cuda_failure_behind_an_nccl_error_is_its_cause() -> None:
              "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:", "Cuda failure 'out of memory'"]
     verdict = classify(extract_evidence(lines))
     assert (verdict.category, verdict.root_cause_line) == (C.CUDA_OOM, lines[-1])
+
+
+@pytest.mark.parametrize(
+    ("lines", "category", "root"),
+    [
+        # A Hugging Face repo the server may not read: the checkpoint cannot be fetched, whatever raised it.
+        (["Cannot access gated repo for url https://huggingface.co/org/model/resolve/main/config.json.",
+          "Access to model org/model is restricted. You must be authenticated to access it."],
+         C.WEIGHTS_LOAD_ERROR, 0),
+        ([*TB, "OSError: You are trying to access a gated repo."], C.WEIGHTS_LOAD_ERROR, -1),
+        # A Ray task's header names the remote method it ran; the method's name is code, not a runtime failure.
+        (["(Trainer pid=1) Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): "
+          "ray::Engine.init_process_group() (pid=2, ip=0.0.0.0, actor_id=abc)",
+          "(Trainer pid=1) AttributeError: 'Engine' object has no attribute 'executor'"],
+         C.PYTHON_EXCEPTION_OTHER, 1),
+        # ... while the distributed runtime named as the failing part still is one.
+        (["RuntimeError: init_process_group failed: Connection refused"], C.NCCL_ERROR, 0),
+        # A dead engine's error quoting the original one loses to the line that states it first-hand.
+        (["ERROR 01-01 10:00:00 [serving_chat.py:1] vllm.v1.engine.exceptions.EngineDeadError: Engine loop is not "
+          "running. Inspect the stacktrace to find the original error: OutOfMemoryError('CUDA out of memory.').",
+          "ERROR 01-01 10:00:00 [engine.py:1] OutOfMemoryError('CUDA out of memory. Tried to allocate 2 GiB.')"],
+         C.CUDA_OOM, 1),
+    ],
+)
+def test_fetch_ray_headers_and_quoted_failures(lines: list[str], category: Category, root: int) -> None:
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (category, lines[root])
