@@ -54,14 +54,9 @@ class RetryDecision:
     """Launches `retries:` alone would have spent on this cell that the class policy saves."""
 
 
-def decide(
-    verdict: Verdict, attempt: int, policy: RetryPolicy, default: int, *, hardware: bool = False
-) -> RetryDecision:
-    """After attempt number `attempt` ended with `verdict`: launch the cell again?
-
-    `hardware`: the run's GPUs reported a hardware fault, so the failure is the host's (transient), not the flags'.
-    """
-    kind = "transient" if hardware and retry_class(verdict) is not None else retry_class(verdict)
+def decide(verdict: Verdict, attempt: int, policy: RetryPolicy, default: int) -> RetryDecision:
+    """After attempt number `attempt` ended with `verdict`: launch the cell again?"""
+    kind = retry_class(verdict)
     if kind is None:
         return RetryDecision(False, "")
     allowed = policy.retries(kind, default)
@@ -117,21 +112,33 @@ DISK_FULL = re.compile(r"No space left on device|\[Errno 28\]|ENOSPC|Disk quota 
 """The host's disk filled up (the log, a cache, the checkpoint's copy): not the flags' doing."""
 
 
-def host_failure(verdict: Verdict) -> str | None:
+GPU_FAILED = "the host's GPU failed, not the flags"
+
+
+def host_failure(verdict: Verdict, said: Iterable[str] = ()) -> str | None:
     """Why a failed run is the host's or the orchestrator's and not the cell's (then it is `infra`), if it is.
 
-    A GPU that states a hardware fault; a disk that filled; a port the orchestrator picked that another process
-    bound first (SGLang binds only after loading its weights, so a free port can be taken meanwhile).
+    A GPU that states a hardware fault (in the verdict's lines or any error line the run `said`); a disk that
+    filled; a port the orchestrator picked that another process bound first (SGLang binds only after loading its
+    weights, so a free port can be taken meanwhile).
     """
     if verdict.status is not Status.FAIL:
         return None
     texts = [verdict.root_cause_line, verdict.reason]
-    fault = hardware_fault(texts)
+    fault = hardware_fault([*texts, *said])
     if fault is not None:
-        return f"the host's GPU failed, not the flags ({fault})"
+        return f"{GPU_FAILED} ({fault})"
     full = next((line for t in texts for line in (t or "").splitlines() if DISK_FULL.search(line)), None)
     if full is not None:
         return f"the host's disk is full ({full.strip()})"
     if verdict.category is Category.PORT_IN_USE:
         return "the port picked for it was bound by another process before the server could bind it; another is"
     return None
+
+
+def gpu_fault(verdict: Verdict) -> str | None:
+    """The hardware fault a run was made `infra` for (host_failure's), if it was: its host is suspect."""
+    if verdict.status is not Status.INFRA:
+        return None
+    found = re.match(rf"{re.escape(GPU_FAILED)} \((.+?)\)(?:: |$)", verdict.reason)
+    return found.group(1) if found else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchestrator.model import Category, Phase, Status, Verdict
-from orchestrator.retries import decide, host_failure, retry_class, retry_reason
+from orchestrator.retries import decide, gpu_fault, host_failure, retry_class, retry_reason
 from orchestrator.settings import RetryPolicy
 
 
@@ -43,6 +43,18 @@ def test_the_hosts_failures_are_named_and_the_cells_are_not() -> None:
     assert host_failure(_fail(Category.PORT_IN_USE, "[Errno 98] address already in use")) is not None
     assert host_failure(_fail(Category.NAN_IN_PROBS, "probability tensor contains either `inf`, `nan`")) is None
     assert host_failure(_fail(Category.UNKNOWN, "NVRM: Xid 79", status=Status.INFRA)) is None  # already infra
+
+
+def test_a_gpu_fault_anywhere_in_the_run_is_the_hosts_and_is_read_back_from_the_verdict_alone() -> None:
+    nan = _fail(Category.NAN_IN_PROBS, "probability tensor contains either `inf`, `nan` or element < 0")
+    ecc = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
+    why = host_failure(nan, ["Capture cuda graph failed", ecc])
+    assert why is not None and ecc in why
+    infra = Verdict(Status.INFRA, nan.phase, nan.category, nan.root_cause_line, f"{why}: {nan.reason}")
+    assert gpu_fault(infra) == ecc
+    assert decide(infra, 1, RetryPolicy(flaky=0), default=0).again is False  # transient, its retries set to 0
+    assert decide(infra, 1, RetryPolicy(), default=1).reason.startswith("retried: infra is transient")
+    assert gpu_fault(nan) is None and gpu_fault(_fail(Category.UNKNOWN, "disk", status=Status.INFRA)) is None
 
 
 def test_the_tables_sentence_says_why_a_cell_was_or_was_not_retried() -> None:

@@ -108,7 +108,7 @@ class Cause:
 def classify(evidence: Evidence, outcome: ProbeOutcome | None = None) -> Verdict:
     """Name the outcome of a launch from its log evidence and, when there is one, what the probes saw."""
     cause = root_cause(evidence)
-    verdict = _on_host_failure(_decide(evidence, outcome, cause))
+    verdict = _on_host_failure(_decide(evidence, outcome, cause), evidence)
     if cause is None:
         return verdict
     why = cause.evidence()
@@ -116,9 +116,12 @@ def classify(evidence: Evidence, outcome: ProbeOutcome | None = None) -> Verdict
     return replace(verdict, evidence=why)
 
 
-def _on_host_failure(verdict: Verdict) -> Verdict:
-    """A failure of the host or the orchestrator (a failing GPU, a full disk, a port race) is infra, not the cell's."""
-    why = host_failure(verdict)
+def _on_host_failure(verdict: Verdict, evidence: Evidence) -> Verdict:
+    """A failure of the host or the orchestrator (a failing GPU, a full disk, a port race) is infra, not the cell's.
+
+    Decided here once: the sweep reads a failing GPU from the verdict (retries.gpu_fault) to mark its host suspect.
+    """
+    why = host_failure(verdict, [e.text for e in (*evidence.errors, *evidence.cuda_errors)])
     return verdict if why is None else replace(verdict, status=Status.INFRA, reason=f"{why}: {verdict.reason}")
 
 

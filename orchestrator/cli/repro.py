@@ -190,7 +190,7 @@ def rerun(
 
 def _spec(session: HostSession, original: RunRecord, cell: Cell, launch: ReproLaunch, secrets: list[str]) -> LaunchSpec:
     """The original launch again, on a new port and in a new run directory, on the GPUs it had."""
-    port = session.free_port(set())
+    (port,) = session.placement.free_ports(1, set())
     run_id = new_run_id()
     return LaunchSpec(
         run_id=run_id,

@@ -216,6 +216,11 @@ class Launcher:
         """How a batch scheduler ended the launch (time limit, preemption, outside cancel), if it did."""
         return None
 
+    def ends_after_fatal(self, launch: Launch) -> bool:
+        """Whether a launch that printed a fatal line but still runs ends by itself in a moment (a batch job whose
+        last line is its scheduler's leaves the queue); a process group of ours is stopped at once."""
+        return False
+
     def cancel_leftovers(self, job_ids: list[str], grace_s: float) -> list[str]:
         """End the batch jobs among `job_ids` still queued or running (their stop failed); the ones ended."""
         return []

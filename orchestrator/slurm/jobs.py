@@ -44,6 +44,9 @@ CANCEL_WAIT_S = 60.0
 PLACEMENT_WAIT_S = 60.0
 """How long a RUNNING job may take to write its placement (node, port) before it counts as broken."""
 SBATCH_TIMEOUT_S = 60.0
+SCHEDULER_END_WAIT_S = 10.0
+"""How long a job that printed a fatal line is given to leave the queue before it is stopped."""
+
 
 class Abandoned(KeyboardInterrupt):
     """The orchestrator was interrupted and cancelled its jobs: the attempts end without a verdict (resume reruns)."""
@@ -219,6 +222,16 @@ class SlurmLauncher(Launcher):
         if final is None or final.state not in KILLED_STATES:
             return None
         return SchedulerEnd(final.state, killed_reason(final))
+
+    def ends_after_fatal(self, launch: Launch) -> bool:
+        """Within SCHEDULER_END_WAIT_S: the last line may be slurmstepd's (`*** JOB 1 ON node CANCELLED AT ...`), and
+        an end Slurm caused is named as Slurm's (killed_by_scheduler), not the cell's, once the job left the queue."""
+        deadline = time.monotonic() + SCHEDULER_END_WAIT_S
+        while self.alive(launch):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL_S)
+        return True
 
     def stop(self, launch: Launch, grace_s: float, then: str | None = None) -> Stopped:
         """scancel the job and wait until it left the queue (TransportError if it never does); `then` is not run:

@@ -1,4 +1,4 @@
-"""A Slurm cluster as the sweep sees it: a host whose launches are jobs and whose GPUs Slurm hands out.
+"""A Slurm cluster as the sweep sees it: a host whose launches are jobs, and a placement where Slurm hands out GPUs.
 
 The transport reaches the login node (over SSH, or this machine when hosts.yaml gives no `ssh:`); the
 SGLang facts (`--help`, versions) are read there, from the install on the shared filesystem. What a
@@ -8,18 +8,16 @@ or the job's own here: Slurm allocates the GPUs, the job picks its port on its n
 
 from __future__ import annotations
 
-import httpx
+from collections.abc import Collection
 
-from orchestrator.config.model import HostConfig
-from orchestrator.host import facts
+from orchestrator.host.facts import GpuHolder
 from orchestrator.host.launcher import Launch
+from orchestrator.host.placement import GpuReading
 from orchestrator.host.ports import candidates
-from orchestrator.host.session import GpuReading, HostSession
+from orchestrator.host.session import HostSession
 from orchestrator.probe.client import ProbeClient
 from orchestrator.slurm.jobs import SlurmLauncher, watch_for
-from orchestrator.transport.base import Transport
-from orchestrator.transport.breaker import HostBreaker
-from orchestrator.transport.shell import ShellCommand, quote
+from orchestrator.transport.shell import ShellCommand
 
 SSH_QUEUE_AHEAD = 32
 """Jobs in flight at once through an SSH login node by default: each is watched over a connection of its own,
@@ -33,77 +31,83 @@ def job_ports(base: int) -> list[int]:
     return candidates(base)[:PORT_SLOTS]
 
 
-class SlurmSession(HostSession):
-    """A host with `transport: slurm`."""
+def place_on_slurm(session: HostSession) -> None:
+    """Make `session` (to a `transport: slurm` host's login node) launch jobs, and let Slurm place them."""
+    launcher = SlurmLauncher(
+        session.transport,
+        session.config,
+        watch_for(session.config.name),
+        job_ports(session.config.port_base),
+        exports=lambda: session.exports,
+    )
+    session.launcher = launcher
+    session.placement = SlurmPlacement(session, launcher)
 
-    schedules_gpus = True
 
-    def __init__(self, config: HostConfig, transport: Transport):
-        super().__init__(config, transport)
-        ports = job_ports(config.port_base)
-        self.launcher: SlurmLauncher = SlurmLauncher(
-            transport, config, watch_for(config.name), ports, exports=lambda: self.exports
-        )
+class SlurmPlacement:
+    """Slurm picks each job's node and GPUs (none another job holds); the job picks its port on its node."""
 
-    def for_worker(self, breaker: HostBreaker | None = None) -> HostSession:
-        """A session of its own connection: each job is watched over its own (see SSH_QUEUE_AHEAD), and dozens of
-        jobs watched at once would pass the 10 sessions sshd allows on one connection."""
-        return SlurmSession.open(self.config, breaker)
+    by_scheduler = True
 
-    @property
-    def exports(self) -> str:
-        """The host's plain environment as `export` commands (what `sh` prefixes every command with)."""
-        return "".join(f"export {k}={quote(v)}; " for k, v in sorted(self.base_env.items()))
+    def __init__(self, host: HostSession, launcher: SlurmLauncher) -> None:
+        self.host = host
+        self.partition = launcher.slurm.partition
+        self.free_seen: dict[int, float] = {}  # never seen: Slurm vouches for the GPUs it hands out
 
-    def host_facts(self) -> dict[str, str]:
+    def facts(self) -> dict[str, str]:
         """The partition's nodes and GPUs as sinfo reports them, and Slurm's version."""
-        partition = self.launcher.slurm.partition
-        rows = self.sh(ShellCommand("sinfo", "-h", "-p", partition, "-o", "%N|%G|%T").raw(), timeout=60).text
-        version = self.sh("sinfo --version", timeout=60).text.strip()
+        sinfo = ShellCommand("sinfo", "-h", "-p", self.partition, "-o", "%N|%G|%T").raw()
+        rows = self.host.sh(sinfo, timeout=60).text
+        version = self.host.sh("sinfo --version", timeout=60).text.strip()
         nodes = [line.split("|") for line in rows.splitlines() if line.count("|") == 2]
         return {
-            "gpus": str(self.config.gpus),
-            "slurm_partition": partition,
+            "gpus": str(self.host.config.gpus),
+            "slurm_partition": self.partition,
             "slurm_nodes": ",".join(sorted({n[0] for n in nodes})),
             "slurm_gres": ",".join(sorted({n[1] for n in nodes})),
             "slurm_version": version.removeprefix("slurm "),
         }
 
-    def gpu_holders(
-        self, our_pgids: set[int], gpus: object = None, reading: GpuReading | None = None
-    ) -> list[facts.GpuHolder]:
+    def gpu_problem(self, said: dict[str, str]) -> str | None:
+        """None: sbatch says it when the partition cannot give a job its GPUs."""
+        return None
+
+    def gpu_uuids(self) -> list[str]:
+        """None: the login node's GPUs (if any) are not the jobs', and Slurm keeps jobs apart."""
+        return []
+
+    def holders(
+        self, our_pgids: set[int], gpus: Collection[int] | None = None, reading: GpuReading | None = None
+    ) -> list[GpuHolder]:
         """None: Slurm hands each job GPUs no other job holds."""
         return []
 
-    def wait_gpus_released(
+    def wait_released(
         self, gpus: tuple[int, ...], timeout: float, first: GpuReading | None = None
-    ) -> tuple[bool, list[facts.GpuHolder]]:
-        """Released once the job left the queue (stop waits for that)."""
+    ) -> tuple[bool, list[GpuHolder]]:
+        """Released once the job left the queue (the launcher's stop waits for that)."""
         return True, []
+
+    def visible_devices(self, gpus: tuple[int, ...]) -> dict[str, str]:
+        """Nothing: Slurm sets CUDA_VISIBLE_DEVICES for the GPUs it gives the job."""
+        return {}
+
+    def width(self, jobs: int, max_queued: int | None) -> int:
+        """Every cell queued at once; through a login node at most SSH_QUEUE_AHEAD (each job in flight holds an SSH
+        connection), unless told (--max-queued)."""
+        from orchestrator.transport.ssh import SshTransport
+
+        ahead = min(jobs, SSH_QUEUE_AHEAD) if isinstance(self.host.transport, SshTransport) else jobs
+        return max(1, min(jobs, max_queued or ahead))
+
+    def free_ports(self, count: int, avoid: Collection[int]) -> list[int]:
+        """0 for each launch: its job picks a free port on its node."""
+        return [0] * count
 
     def port_owner(self, port: int, pgid: int) -> str:
         """Not knowable from the login node."""
         return "unknown"
 
-    def free_ports(self, count: int, avoid: object) -> list[int]:
-        """0 for each launch: its job picks a free port on its node."""
-        return [0] * count
-
-    def queue_ahead(self, jobs: int) -> int:
-        """Every cell; through a login node at most SSH_QUEUE_AHEAD (each job in flight holds an SSH connection)."""
-        from orchestrator.transport.ssh import SshTransport
-
-        return min(jobs, SSH_QUEUE_AHEAD) if isinstance(self.transport, SshTransport) else jobs
-
-    def launch_client(self, launch: Launch) -> ProbeClient:
+    def client(self, launch: Launch) -> ProbeClient:
         """HTTP to the job's node and port: straight from here, or through the login node's SSH channel."""
-        from orchestrator.transport.ssh import SshTransport
-        from orchestrator.transport.tunnel import TunnelTransport
-
-        http: httpx.BaseTransport
-        if isinstance(self.transport, SshTransport):
-            http = TunnelTransport(self.transport.open_channel)
-        else:
-            http = httpx.HTTPTransport(verify=False)
-        url = f"http://{launch.node or '127.0.0.1'}:{launch.spec.port}"
-        return ProbeClient(url, transport=http, api_key=launch.api_key)
+        return self.host.probe_client(launch.spec.port, launch.api_key, node=launch.node or "127.0.0.1")

@@ -18,6 +18,7 @@ from orchestrator.classify.unlaunched import infra_verdict
 from orchestrator.config.hosts import resolve_host_env
 from orchestrator.config.model import HostConfig, Matrix, masked_env
 from orchestrator.errors import LaunchError, OrchestratorError, TransportError
+from orchestrator.harvest.live import PhaseCallback
 from orchestrator.host.facts import GpuHolder
 from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
@@ -26,7 +27,7 @@ from orchestrator.planning.cells import CellPlan, flag_secrets, launch_argv
 from orchestrator.secret import MASK
 from orchestrator.store.records import RunRecord, new_run_id
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep.execute import PhaseCallback, RunSettings, execute_run
+from orchestrator.sweep.execute import RunSettings, execute_run
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,7 @@ def build_spec(
     argv = launch_argv(session.launcher_words(plan.cell.install), plan, slot.port)
     secrets |= flag_secrets(argv, os.environ)
     env = {**session.base_env, **plain}
-    if not session.schedules_gpus:  # a batch scheduler sets it for the GPUs it gives the job
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.gpus))
+    env.update(session.placement.visible_devices(slot.gpus))
     spec = LaunchSpec(
         run_id=run_id,
         argv=argv,

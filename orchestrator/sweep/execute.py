@@ -9,36 +9,29 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.classify.unlaunched import scheduler_killed_verdict
 from orchestrator.classify.verdict import classify
-from orchestrator.harvest.evidence import Evidence, EvidenceBuilder
-from orchestrator.harvest.fetch import LogTail, harvest_huge
-from orchestrator.harvest.needles import HOST_GREP_REGEX
+from orchestrator.harvest.evidence import Evidence
+from orchestrator.harvest.fetch import LogTail
+from orchestrator.harvest.live import LiveLog, PhaseCallback
 from orchestrator.host.facts import GpuHolder, NoGpuReading
-from orchestrator.host.launcher import Launch, LaunchSpec
+from orchestrator.host.launcher import Launch
 from orchestrator.host.session import HostSession
-from orchestrator.knowledge.fatal import is_fatal_line
-from orchestrator.knowledge.markers import phase_of_line
 from orchestrator.model import Phase, ProbeOutcome, ProbeResult, Verdict
 from orchestrator.probe.client import ProbeClient
 from orchestrator.probe.decode import run_probes
-from orchestrator.probe.drift import FlagLines, asked_flags, find_drift
+from orchestrator.probe.drift import asked_flags, find_drift
 from orchestrator.probe.load import run_load
-from orchestrator.probe.progress import ProgressTracker
-from orchestrator.probe.ready import LogProgress, wait_ready
+from orchestrator.probe.ready import wait_ready
 from orchestrator.secret import Masker, SecretRef
 from orchestrator.settings import Deadlines, ProbeSettings, Stall
 
 REPROBES_AFTER_DROP = 2
 """Times the probes are repeated on the same server after the SSH connection dropped under them."""
-LIVE_LOG_BUDGET = 64 << 20
-"""Bytes of log streamed whole; past this the final harvest moves only what matters (harvest_huge)."""
 
-PhaseCallback = Callable[[str, Phase | None], None]
 QUEUED_EVENT = "queued"
 """The event of a launch still waiting in a batch scheduler's queue (`queued: pending (Resources)`)."""
 log = logging.getLogger(__name__)
@@ -69,73 +62,6 @@ class RunReport:
     """The launch as it ran (a batch job's node, port and GPUs are known only once it runs)."""
 
 
-class LiveLog:
-    """Feeds new log lines to the evidence builder while tracking the phase reached and fatal lines."""
-
-    def __init__(
-        self,
-        tail: LogTail,
-        started: float,
-        on_phase: PhaseCallback | None = None,
-        masker: Masker | None = None,
-        flags: Iterable[str] = (),
-    ):
-        self.tail = tail
-        self.masker = masker or Masker()
-        self.builder = EvidenceBuilder(self.masker)
-        self.started = started
-        self.phase: Phase | None = None
-        self.fatal_line: str | None = None
-        self.listening_line: str | None = None
-        """The server's own `Uvicorn running on http://HOST:PORT` line, once printed."""
-        self.progress = ProgressTracker()
-        self.flag_lines = FlagLines(flags)
-        """Lines that name a flag of the launch (evidence of a flag the server changed), masked."""
-        self.progress_at: float | None = None
-        """time.monotonic() when the log last showed progress (a new line, a bar that moved)."""
-        self.timings: dict[str, float] = {}
-        self.overflowed = False
-        self._on_phase = on_phase
-
-    def poll(self) -> LogProgress:
-        """Read the new bytes and report where the launch is."""
-        if not self.overflowed:
-            self._feed(self.tail.read_new())
-            self.overflowed = self.tail.offset > LIVE_LOG_BUDGET
-        return LogProgress(self.phase, self.fatal_line, self.progress_at, self.masked_progress_line)
-
-    @property
-    def masked_progress_line(self) -> str | None:
-        """The last line that showed progress, secrets masked (it may become a verdict's evidence)."""
-        line = self.progress.last_line
-        return self.masker.text(line) if line is not None else None
-
-    def drain(self) -> None:
-        """Read everything left (the server is gone or stopping)."""
-        if not self.overflowed:
-            self._feed(self.tail.drain())
-            self.overflowed = self.tail.offset > LIVE_LOG_BUDGET
-
-    def _feed(self, lines: list[bytes]) -> None:
-        for raw in lines:
-            self.builder.feed_line(raw)
-            line = raw.decode("utf-8", errors="replace")
-            phase = phase_of_line(line)
-            if phase is not None and (self.phase is None or phase.order > self.phase.order):
-                self.phase = phase
-                self.timings.setdefault(phase.value, round(time.monotonic() - self.started, 3))
-                if self._on_phase:
-                    self._on_phase("phase", phase)
-            if self.fatal_line is None and is_fatal_line(line):
-                self.fatal_line = self.masker.text(line)
-            if "Uvicorn running on " in line:
-                self.listening_line = line
-            if self.progress.feed(line):
-                self.progress_at = time.monotonic()
-            if self.flag_lines.wants(line):
-                self.flag_lines.lines.append(self.masker.text(line.strip()))
-
-
 def execute_run(
     session: HostSession,
     launch: Launch,
@@ -159,7 +85,7 @@ def execute_run(
             live.timings[name] = value
     probes: tuple[ProbeResult, ...] = ()
     speed: dict[str, Any] | None = None
-    client = session.launch_client(launch)
+    client = session.placement.client(launch)
     try:
         ready = wait_ready(
             client, is_alive=lambda: launcher.alive(launch), poll_log=live.poll, deadlines=settings.deadlines,
@@ -168,7 +94,7 @@ def execute_run(
         if (
             ready.ready
             and not _says_listening(live, spec.port)
-            and session.port_owner(spec.port, launch.pgid) == "foreign"
+            and session.placement.port_owner(spec.port, launch.pgid) == "foreign"
         ):
             # Another server answered on our port (ours lost the race to bind it): probing it would
             # judge the wrong server. Our launch is dying of the bind error; let its log say so.
@@ -191,10 +117,8 @@ def execute_run(
         # then the (costlier) liveness check is not needed.
         exit_code = launcher.exit_code(launch)
         died_alone = exit_code is not None or not launcher.alive(launch)
-        if not died_alone and ready.fatal_line is not None and session.schedules_gpus:
-            # A batch job's last line may be its scheduler's (`*** JOB 1 ON node CANCELLED AT ...`): let the job
-            # leave the queue, so that an end the scheduler caused is named as the scheduler's, not the cell's.
-            died_alone = _ends_within(lambda: launcher.alive(launch), SCHEDULER_END_WAIT_S)
+        if not died_alone and live.fatal_line is not None:  # (`ready` is unset when a signal cut the wait)
+            died_alone = launcher.ends_after_fatal(launch)
         killed = launcher.killed_by_scheduler(launch) if died_alone else None
         marks.mark("harvest_s")
         sigkilled, gpus_after = session.stop_launch(launch, settings.deadlines.stop_grace)
@@ -203,7 +127,7 @@ def execute_run(
             live.timings["sigkill_after_s"] = settings.deadlines.stop_grace
         marks.mark("stop_s")
         live.drain()
-    evidence = _final_evidence(session, spec, live)
+    evidence = live.final_evidence(session.transport)
     drift = find_drift(asked, evidence.server_args, info, live.flag_lines.lines) if ready.ready else {}
     marks.mark("harvest_s")  # the last log bytes after the stop count as harvest too
     outcome = ProbeOutcome(
@@ -223,7 +147,7 @@ def execute_run(
         verdict = scheduler_killed_verdict(verdict, killed.state, killed.reason)
     marks.mark("classify_s")
     try:
-        released, leftovers = session.wait_gpus_released(spec.gpus, settings.deadlines.gpu_release, gpus_after)
+        released, leftovers = session.placement.wait_released(spec.gpus, settings.deadlines.gpu_release, gpus_after)
     except NoGpuReading as exc:
         # The verdict stands (it is the server's); its GPUs are not handed out again while nobody can read them.
         log.warning("%s: GPUs of %s not verified free: %s", session.config.name, spec.run_id, exc.problem)
@@ -231,20 +155,6 @@ def execute_run(
     marks.mark("gpu_free_s")
     live.timings["total"] = round(time.monotonic() - started, 3)
     return RunReport(outcome, evidence, verdict, live.timings, launch.pgid, released, leftovers, launch)
-
-
-SCHEDULER_END_WAIT_S = 10.0
-"""How long a batch job that printed a fatal line is given to leave the queue before it is stopped."""
-
-
-def _ends_within(alive: Callable[[], bool], seconds: float) -> bool:
-    """Whether `alive()` turns false within `seconds` (asked every quarter second)."""
-    deadline = time.monotonic() + seconds
-    while alive():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.25)
-    return True
 
 
 class _Marks:
@@ -313,13 +223,3 @@ def _measure_speed(
 
 def _probe_phase(name: str) -> Phase:
     return ProbeResult(name=name, ok=True).phase
-
-
-def _final_evidence(session: HostSession, spec: LaunchSpec, live: LiveLog) -> Evidence:
-    if not live.overflowed:
-        return live.builder.finish()
-    harvested = harvest_huge(session.transport, spec.log_path, HOST_GREP_REGEX)
-    builder = EvidenceBuilder(live.masker)
-    for line, number in zip(harvested.lines, harvested.line_numbers, strict=True):
-        builder.feed_line(line, number)
-    return builder.finish()

@@ -184,7 +184,7 @@ class Interrupts:
             if launch is not None and session.launcher.alive(launch):
                 session.launcher.stop(launch, self.grace_s)
             exc.stopped.append(run.run_id)
-        released, left = session.wait_gpus_released(tuple(sorted(gpus)), self.gpu_release_s)
+        released, left = session.placement.wait_released(tuple(sorted(gpus)), self.gpu_release_s)
         if not released:
             exc.gpus_free = False
             exc.problems.append(

@@ -69,7 +69,7 @@ class Member:
         """
         self.session = open_host(self.config, self.breaker)
         transport, workdir = self.session.transport, self.session.workdir
-        uuids = self.session.gpu_uuids()
+        uuids = self.session.placement.gpu_uuids()
         for lock in ([HostLock(transport, workdir, sweep_id, gpu_uuids=uuids)] if uuids else []) + [
             HostLock(transport, workdir, sweep_id)
         ]:

@@ -18,14 +18,10 @@ from typing import Any
 from orchestrator.classify.unlaunched import rejected_verdict
 from orchestrator.errors import HostBusy, LaunchError
 from orchestrator.host.facts import (
-    GPU_QUERY,
     GpuHolder,
     InstallIdentity,
     NoGpuReading,
-    gpu_query_problem,
-    host_words,
     install_identity_command,
-    parse_gpus,
     parse_install_identity,
 )
 from orchestrator.host.session import HostSession, python_for
@@ -140,12 +136,8 @@ def run_preflight(
                 versions[f"{name}{suffix}"] = number
         facts, holders, gpu_problem = gpus.result()
     problems = sglang_problems(session, versions, identities)
-    if gpu_problem is None and check_gpus and not session.schedules_gpus and not facts.get("gpu_name"):
-        # Asked again only when the first answer said nothing: a healthy host pays no extra nvidia-smi start.
-        answer = session.sh(GPU_QUERY, timeout=30)
-        gpu_problem = gpu_query_problem(answer.exit_code, answer.text, answer.stderr_text)
-        if gpu_problem is None and not parse_gpus(answer.text):
-            gpu_problem = f"nvidia-smi lists no GPU; the host said: {host_words(answer.text.strip()) or '(nothing)'}"
+    if gpu_problem is None and check_gpus:
+        gpu_problem = session.placement.gpu_problem(facts)
     problems += [gpu_problem] if gpu_problem else []
     if problems:
         raise HostNotReady(
@@ -182,11 +174,11 @@ def _gpu_facts(
 ) -> tuple[dict[str, str], list[GpuHolder], str | None]:
     """The host's GPU facts and who holds its GPUs, or why nvidia-smi gave no reading of them.
 
-    The GPU list host_facts reads is the one gpu_holders needs next: one after the other, in one job.
+    The GPU list the placement's facts read is the one its holders() needs next: one after the other, in one job.
     """
-    facts = session.host_facts()
+    facts = session.placement.facts()
     try:
-        return facts, session.gpu_holders(our_pgids) if check_gpus else [], None
+        return facts, session.placement.holders(our_pgids) if check_gpus else [], None
     except NoGpuReading as exc:
         return facts, [], exc.problem
 
@@ -219,9 +211,9 @@ def end_foreign_holders(session: HostSession, holders: Sequence[GpuHolder]) -> N
 
 
 def _released(session: HostSession, gpus: tuple[int, ...], timeout: float) -> tuple[bool, list[GpuHolder], str | None]:
-    """`wait_gpus_released`, with nvidia-smi giving no reading told apart: (False, [], why)."""
+    """The placement's `wait_released`, with nvidia-smi giving no reading told apart: (False, [], why)."""
     try:
-        released, left = session.wait_gpus_released(gpus, timeout)
+        released, left = session.placement.wait_released(gpus, timeout)
     except NoGpuReading as exc:
         return False, [], exc.problem
     return released, left, None

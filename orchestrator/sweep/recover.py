@@ -150,14 +150,10 @@ def reap_orphans(
 
     `host`: only the runs on that host (a pool's other hosts have their own process tables).
     """
-    if session.schedules_gpus:
-        cancel_leftover_jobs(store, session, sweep_id, grace_s)
-        return []
-    pairs = [
-        (r.pgid, r.run_dir)
-        for r in store.runs(sweep_id)
-        if r.state not in UNFINISHED_STATES and r.pgid and (host is None or r.host == host)
-    ]
+    finished = [r for r in store.runs(sweep_id) if r.state not in UNFINISHED_STATES and host in (None, r.host)]
+    # A batch job whose scancel failed is still queued: its run has a job id, and no process group here.
+    session.launcher.cancel_leftovers([r.job_id for r in finished if r.job_id], grace_s)
+    pairs = [(r.pgid, r.run_dir) for r in finished if r.pgid]
     if not pairs:
         return []
     words = [word for pgid, run_dir in pairs for word in (pgid, run_dir or "")]
@@ -166,12 +162,6 @@ def reap_orphans(
     for pgid in reaped:
         session.transport.kill_group(pgid, grace_s)
     return reaped
-
-
-def cancel_leftover_jobs(store: Store, session: HostSession, sweep_id: str, grace_s: float) -> list[str]:
-    """Cancel the batch jobs of this sweep's finished runs still in the queue (a scancel that failed); their ids."""
-    ids = [r.job_id for r in store.runs(sweep_id) if r.state not in UNFINISHED_STATES and r.job_id]
-    return session.launcher.cancel_leftovers(ids, grace_s)
 
 
 def record_invalid(store: Store, sweep_id: str, host: str, plan: CellPlan) -> None:

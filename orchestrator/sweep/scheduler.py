@@ -22,7 +22,7 @@ from orchestrator.host.facts import GpuHolder, NoGpuReading
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status, Verdict
 from orchestrator.planning.cells import CellPlan, GpuPool
-from orchestrator.retries import decide, hardware_fault, retry_class
+from orchestrator.retries import decide, gpu_fault, retry_class
 from orchestrator.settings import RetryPolicy
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched, run_attempt
@@ -156,11 +156,7 @@ class Scheduler:
 
     def _width(self, jobs: int) -> int:
         """Launches in flight at once: the host's GPUs (packing), 1 (serial), or the jobs queued ahead on Slurm."""
-        if not self.packed:
-            return 1
-        if self.main.schedules_gpus:
-            return max(1, min(jobs, self.max_queued or self.main.queue_ahead(jobs)))
-        return self.main.config.gpus
+        return self.main.placement.width(jobs, self.max_queued) if self.packed else 1
 
     def _start_fitting(
         self,
@@ -170,14 +166,14 @@ class Scheduler:
         executor: ThreadPoolExecutor,
         width: int,
     ) -> None:
-        if self.main.schedules_gpus:
+        if self.main.placement.by_scheduler:
             # Slurm packs the jobs onto GPUs and nodes; each job picks its own port on its node.
             while pending and len(in_flight) < width:
                 job = pending.popleft()
                 in_flight[executor.submit(self._attempt, job, Slot((), 0))] = job
             return
         taking: set[int] = set()
-        holders = _Holders(lambda: self.main.gpu_holders(self._our_pgids(), set(self.pool.free) | taking))
+        holders = _Holders(lambda: self.main.placement.holders(self._our_pgids(), set(self.pool.free) | taking))
         starts: list[tuple[Job, tuple[int, ...]]] = []
         try:
             for job in list(pending):
@@ -193,7 +189,7 @@ class Scheduler:
             if not starts:
                 return
             # One host command for all the ports of this round, spaced from each other and from those in use.
-            chosen = self.main.free_ports(len(starts), set(ports.values()))
+            chosen = self.main.placement.free_ports(len(starts), set(ports.values()))
         except TransportError:
             self._put_back(pending, starts)
             if self.watch is None or self.watch.breaker.tripped is None:
@@ -238,11 +234,11 @@ class Scheduler:
         )
 
     def _finished(self, job: Job, result: AttemptResult, pending: deque[Job]) -> None:
-        if result.gpus_released and not self.main.schedules_gpus:
+        if result.gpus_released:  # a batch job's slot names no GPU of the pool
             self.pool.give_back(result.slot.gpus)
         if self.on_result:
             self.on_result(result)
-        fault = self._hardware_fault(result)
+        fault = gpu_fault(result.verdict)
         host = self.main.config.name
         if fault is not None:
             self.suspects.mark(host, f"its GPUs report a hardware fault: {fault}")
@@ -250,22 +246,13 @@ class Scheduler:
             for other in self._failed_elsewhere(result):
                 label = result.cell.label or result.cell.cell_id
                 self.suspects.mark(other, f"{label} failed there and passes on {host}")
-        decision = decide(result.verdict, job.attempt, self.retry, self.retries, hardware=fault is not None)
+        decision = decide(result.verdict, job.attempt, self.retry, self.retries)
         self.saved += decision.saved
         if decision.again:
             # Put back first in line; it starts once its GPUs are free again (a GPU-free check before any launch).
             pending.appendleft(Job(job.plan, job.attempt + 1))
         elif result.verdict.status is Status.INFRA and self.stop_on_infra and self.stopped is None:
             self.stopped = result
-
-    def _hardware_fault(self, result: AttemptResult) -> str | None:
-        """The line of a failed run that says its GPU hardware failed (driver Xid, ECC, a GPU lost)."""
-        if result.verdict.status not in (Status.FAIL, Status.INFRA):
-            return None
-        evidence = self.store.get_run(result.run_id).evidence or {}
-        said = [str(e.get("text") if isinstance(e, dict) else e) for k in ("errors", "cuda_errors") for e in
-                evidence.get(k, [])]  # fmt: skip
-        return hardware_fault([result.verdict.root_cause_line, result.verdict.reason, *said])
 
     def _failed_elsewhere(self, result: AttemptResult) -> list[str]:
         """Hosts where this cell failed (not deterministically) before it passed here: their failures are theirs."""
@@ -309,7 +296,8 @@ class Scheduler:
         now = time.monotonic()
         with self._lock:
             sessions = [self.main, *self._sessions]
-        return all(now - max(s.free_seen.get(g, float("-inf")) for s in sessions) <= VERIFIED_FRESH_S for g in gpus)
+        seen = [s.placement.free_seen for s in sessions]
+        return all(now - max(free.get(g, float("-inf")) for free in seen) <= VERIFIED_FRESH_S for g in gpus)
 
     def _refuse_unrunnable(self, pending: deque[Job]) -> None:
         """Nothing runs and nothing fits: the GPUs left cannot hold the waiting cells."""

@@ -27,6 +27,7 @@ from orchestrator.config.yamlpos import parse_yaml
 from orchestrator.errors import ConfigError
 from orchestrator.harvest.evidence import EvidenceBuilder
 from orchestrator.harvest.fetch import LogTail, _parse_grep, harvest_huge
+from orchestrator.harvest.live import LiveLog
 from orchestrator.harvest.needles import HOST_GREP_REGEX
 from orchestrator.knowledge.fatal import is_fatal_line
 from orchestrator.knowledge.markers import phase_of_line
@@ -34,7 +35,6 @@ from orchestrator.matrix.expand import expand
 from orchestrator.model import AxisValue, Category, Phase, ProbeOutcome, ProbeResult, Status
 from orchestrator.secret import Masker
 from orchestrator.store.secrets import scrub
-from orchestrator.sweep.execute import LiveLog
 from orchestrator.transport.local import LocalTransport
 from tests.matrix.test_expand_properties import matrices
 

@@ -61,8 +61,8 @@ def test_a_port_something_listens_on_is_never_chosen_first_hand_or_from_the_back
     base = session.config.port_base
     try:
         with listening(base):
-            first = session.free_ports(2, set())
-            again = session.free_ports(2, set())  # from the survey the first call left running
+            first = session.placement.free_ports(2, set())
+            again = session.placement.free_ports(2, set())  # from the survey the first call left running
         assert base not in first and base not in again
         assert len(set(first)) == 2 and abs(first[0] - first[1]) >= PORT_SPACING
     finally:
@@ -73,8 +73,8 @@ def test_too_few_free_ports_is_host_busy_naming_the_host(tmp_path: Path) -> None
     session = session_at(tmp_path, 63800)  # a grid of one port
     try:
         with listening(63800), pytest.raises(HostBusy, match=r"only 0 of 1 ports free on simhost among \[63800\]"):
-            session.free_ports(1, set())
-        assert session.free_ports(1, set()) == [63800]  # closed again: seen by the survey taken in the open
+            session.placement.free_ports(1, set())
+        assert session.placement.free_ports(1, set()) == [63800]  # closed again: seen by the survey taken in the open
     finally:
         session.close()
 

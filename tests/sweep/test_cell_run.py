@@ -47,7 +47,7 @@ def test_a_launch_whose_reply_was_lost_is_stopped_and_each_attempt_is_numbered_b
             store.create_sweep(SweepRecord(sweep_id="s-1", name="m", host=host.name, matrix_yaml="", started_at=0.0))
             store.save_cells("s-1", [plan.cell])
             for _ in range(2):
-                slot = Slot((0,), session.free_port(set()))
+                slot = Slot((0,), session.placement.free_ports(1, set())[0])
                 spec, secrets = build_spec(session, plan, slot, new_run_id(), None)
                 result = launch_attempt(store, session, "s-1", plan.cell, spec, secrets, RunSettings())
                 assert result.verdict.status is Status.INFRA and "not launched" in result.verdict.reason

@@ -1,9 +1,8 @@
 """When nvidia-smi gives no reading, preflight never takes the GPUs for free: ending a foreign holder whose GPU
 cannot be read again SIGKILLs it and refuses the host, naming what nvidia-smi said.
 
-The session here reads GPU processes through `facts.read_gpu_processes`, which raises NoGpuReading on a failed
-query: the one-line change to HostSession.gpu_holders this needs (see the helper's report); until it lands
-there, the subclass below is that line, on a real local host with a real (failing) nvidia-smi on its PATH.
+The host's GPUs are read through `facts.read_gpu_processes`, which raises NoGpuReading on a failed query: a
+real local host with a real (failing) nvidia-smi on its PATH.
 """
 
 from __future__ import annotations
@@ -11,31 +10,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
-from collections.abc import Collection
 from pathlib import Path
 
 import pytest
 
 from orchestrator.config.model import HostConfig
 from orchestrator.host import facts
-from orchestrator.host.session import GpuReading, HostSession
+from orchestrator.host.session import HostSession
 from orchestrator.sweep.preflight import HostNotReady, end_foreign_holders
 from orchestrator.transport.local import LocalTransport
 from tests.procs import register
 
 DRIVER_GONE = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
-
-
-class ReadingSession(HostSession):
-    """HostSession.gpu_holders with its nvidia-smi answer read by exit code too (the proposed session change)."""
-
-    def gpu_holders(
-        self, our_pgids: set[int], gpus: Collection[int] | None = None, reading: GpuReading | None = None
-    ) -> list[facts.GpuHolder]:
-        answer = self.sh(facts.GPU_APPS_QUERY, timeout=30)
-        facts.read_gpu_processes(answer.exit_code, answer.text, answer.stderr_text)
-        return super().gpu_holders(our_pgids, gpus, GpuReading(answer, time.monotonic()))
 
 
 def test_a_holder_whose_gpu_cannot_be_read_is_killed_and_the_host_refused(tmp_path: Path) -> None:
@@ -50,7 +36,7 @@ def test_a_holder_whose_gpu_cannot_be_read_is_killed_and_the_host_refused(tmp_pa
         name="driverless", transport="local", workdir=str(tmp_path / "work"), gpus=1,
         env={"PATH": f"{smi.parent}:{os.environ['PATH']}"}, deadlines={"stop_grace": 0.3, "gpu_release": 0.3},
     )  # fmt: skip
-    session = ReadingSession(config, LocalTransport())
+    session = HostSession(config, LocalTransport())
     try:
         with pytest.raises(HostNotReady) as refused:
             end_foreign_holders(session, [facts.GpuHolder(holder.pid, 0, 70000, False)])
@@ -74,7 +60,7 @@ def test_an_empty_answer_of_a_working_nvidia_smi_frees_the_gpu(tmp_path: Path) -
     register(holder.pid, "a GPU holder that ends on SIGTERM")
     config = HostConfig(name="h", transport="local", workdir=str(tmp_path / "work"), gpus=1,
                         env={"PATH": f"{smi.parent}:{os.environ['PATH']}"})  # fmt: skip
-    session = ReadingSession(config, LocalTransport())
+    session = HostSession(config, LocalTransport())
     try:
         end_foreign_holders(session, [facts.GpuHolder(holder.pid, 0, 1, False)])
         assert holder.wait(timeout=10) == -15

@@ -157,11 +157,22 @@ def _check_disjoint_and_spaced(swept: Swept) -> None:
         assert swept.watch.gpus_of(run.pgid) <= set(run.gpus), "a launch held GPUs outside its CUDA_VISIBLE_DEVICES"
 
 
+def _bind_a_port_base(sock: socket.socket) -> int:
+    """Bind `sock` to a random test port base; another one when something else on this machine has it."""
+    for _ in range(20):
+        base = random_port_base()
+        try:
+            sock.bind(("127.0.0.1", base))
+        except OSError:
+            continue
+        return base
+    raise AssertionError("20 random port bases were all taken on this machine")
+
+
 def test_eight_tp2_cells_on_eight_gpus_run_four_at_a_time_on_disjoint_gpus(tmp_path: Path) -> None:
     # Another program listens on the host's first port: no launch may get it.
-    base = random_port_base()
     with socket.socket() as busy:
-        busy.bind(("127.0.0.1", base))
+        base = _bind_a_port_base(busy)
         busy.listen()
         swept = _sweep(tmp_path, [2] * 8, packed=True, port_base=base, load_s=1.5)
     assert [r.verdict.status if r.verdict else None for r in swept.runs] == [Status.PASS] * 8

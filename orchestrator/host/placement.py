@@ -1,0 +1,241 @@
+"""Who picks a launch's GPUs and port: the host's own GPUs, watched with nvidia-smi (LocalGpus), or a batch
+scheduler (slurm/placement.py). The host (connection, facts, launcher) is host/session.py; a session holds one
+placement, chosen with its launcher in sweep/connect.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Protocol
+
+from orchestrator.errors import HostBusy
+from orchestrator.host.facts import (
+    GPU_APPS_QUERY,
+    GPU_QUERY,
+    Gpu,
+    GpuHolder,
+    GpuProcess,
+    NoGpuReading,
+    gpu_holders,
+    gpu_query_problem,
+    host_words,
+    parse_driver,
+    parse_gpus,
+    read_gpu_processes,
+)
+from orchestrator.host.launcher import Launch
+from orchestrator.host.ports import candidates, parse_survey, pick_free, spaced_from, survey_command
+from orchestrator.probe.client import ProbeClient
+from orchestrator.transport.base import CommandResult
+from orchestrator.transport.shell import quote
+
+if TYPE_CHECKING:
+    from orchestrator.host.session import HostSession
+
+GPU_RELEASE_POLL_S = 0.05
+_GPU_AND_DRIVER_QUERY = (
+    "nvidia-smi --query-gpu=index,uuid,memory.used,memory.total,name,driver_version,compute_cap"
+    " --format=csv,noheader,nounits"
+)
+_LISTENER_SCRIPT = """
+import os, sys
+port, pgid = int(sys.argv[1]), int(sys.argv[2])
+inodes = set()
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    try:
+        rows = open(table).read().splitlines()[1:]
+    except OSError:
+        continue
+    for row in rows:
+        f = row.split()
+        if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+            inodes.add(f[9])
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if os.getpgid(int(pid)) != pgid:
+            continue
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            if os.readlink(f"/proc/{pid}/fd/{fd}")[8:-1] in inodes:
+                print("ours"); sys.exit(0)
+    except OSError:
+        continue
+print("foreign" if inodes else "none")
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuReading:
+    """nvidia-smi's list of GPU processes, and when it was asked for (a GPU is never thought free later than it was)."""
+
+    result: CommandResult
+    asked: float
+
+
+class Placement(Protocol):
+    """Where a launch runs: which GPUs, which port, and how its server is reached."""
+
+    by_scheduler: bool
+    """A batch scheduler picks each launch's node and GPUs, so the sweep packs nothing itself."""
+    free_seen: dict[int, float]
+    """GPU index -> when (time.monotonic) this placement last saw it hold no process."""
+
+    def facts(self) -> dict[str, str]:
+        """The GPUs launches get, as the host or the scheduler describes them."""
+
+    def gpu_problem(self, said: dict[str, str]) -> str | None:
+        """Why no GPU can be used, when `facts()` (`said`) named none."""
+
+    def gpu_uuids(self) -> list[str]:
+        """The GPUs this host entry uses, for the machine-wide lock (empty: not ours to lock)."""
+
+    def holders(
+        self, our_pgids: set[int], gpus: Collection[int] | None = None, reading: GpuReading | None = None
+    ) -> list[GpuHolder]:
+        """Processes holding memory on `gpus` (default: any GPU), marked ours when in one of `our_pgids`."""
+
+    def wait_released(
+        self, gpus: tuple[int, ...], timeout: float, first: GpuReading | None = None
+    ) -> tuple[bool, list[GpuHolder]]:
+        """Wait until no process holds `gpus`; the holders left if some still do at `timeout`."""
+
+    def visible_devices(self, gpus: tuple[int, ...]) -> dict[str, str]:
+        """The environment that confines a launch to `gpus`."""
+
+    def width(self, jobs: int, max_queued: int | None) -> int:
+        """Launches in flight at once when packing `jobs`."""
+
+    def free_ports(self, count: int, avoid: Collection[int]) -> list[int]:
+        """`count` ports for new launches, clear of `avoid`."""
+
+    def port_owner(self, port: int, pgid: int) -> str:
+        """Who listens on a launch's port: "ours", "foreign", "none" or "unknown"."""
+
+    def client(self, launch: Launch) -> ProbeClient:
+        """An HTTP client for a started launch's server."""
+
+
+class LocalGpus:
+    """The host's own GPUs, `gpus:` of them packed by the sweep, each launch confined with CUDA_VISIBLE_DEVICES."""
+
+    by_scheduler = False
+
+    def __init__(self, host: HostSession, gpus: list[Gpu] | None = None) -> None:
+        self.host = host
+        self.gpus: list[Gpu] = gpus if gpus is not None else []
+        """GPU index and UUID, as nvidia-smi listed them."""
+        self.free_seen: dict[int, float] = {}
+
+    def facts(self) -> dict[str, str]:
+        """GPU model, driver and compute capability, as nvidia-smi says."""
+        # One nvidia-smi start for these and the GPUs' index and UUID, which holders() needs next.
+        rows = self.host.sh(_GPU_AND_DRIVER_QUERY, timeout=30).text.splitlines()
+        self.gpus = parse_gpus("\n".join(rows))
+        info = parse_driver("\n".join(",".join(row.split(",")[4:]) for row in rows))
+        info["gpus"] = str(self.host.config.gpus)
+        return info
+
+    def gpu_problem(self, said: dict[str, str]) -> str | None:
+        """Asked again only when the first answer named no GPU: a healthy host pays no extra nvidia-smi start."""
+        if said.get("gpu_name"):
+            return None
+        answer = self.host.sh(GPU_QUERY, timeout=30)
+        problem = gpu_query_problem(answer.exit_code, answer.text, answer.stderr_text)
+        if problem is None and not parse_gpus(answer.text):
+            problem = f"nvidia-smi lists no GPU; the host said: {host_words(answer.text.strip()) or '(nothing)'}"
+        return problem
+
+    def gpu_uuids(self) -> list[str]:
+        """Those of the first `gpus:`; empty when nvidia-smi lists none (a host preflight is about to refuse)."""
+        result = self.host.sh(GPU_QUERY, timeout=30)
+        if result.exit_code != 0:
+            return []
+        self.gpus = parse_gpus(result.text)
+        return [g.uuid for g in sorted(self.gpus, key=lambda g: g.index)[: self.host.config.gpus]]
+
+    def holders(
+        self, our_pgids: set[int], gpus: Collection[int] | None = None, reading: GpuReading | None = None
+    ) -> list[GpuHolder]:
+        """`reading`: nvidia-smi's answer already in hand (from the host's `stop_launch`)."""
+        # One nvidia-smi per call: it is slow to start (a real one often 0.1-0.5 s), and this runs before
+        # and after every launch. The process table is read only when there are holders to tell apart.
+        if reading is None:
+            asked = time.monotonic()  # taken before the query, so a GPU is never thought free later than it was
+            reading = GpuReading(self.host.sh(GPU_APPS_QUERY, timeout=30), asked)
+        # No reading (nvidia-smi missing or failing) is never "no holders": NoGpuReading says why.
+        procs = read_gpu_processes(reading.result.exit_code, reading.result.text, reading.result.stderr_text)
+        known = self._gpu_list(procs)
+        found = gpu_holders(known, procs, set())
+        busy = {h.gpu_index for h in found}
+        for gpu in known:
+            if gpu.index not in busy and (gpus is None or gpu.index in gpus):
+                self.free_seen[gpu.index] = reading.asked
+        if gpus is not None:
+            found = [h for h in found if h.gpu_index in gpus]
+        if not found or not our_pgids:
+            return found
+        ours: set[int] = set()
+        for row in self.host.sh("ps -eo pid=,pgid=", timeout=30).text.splitlines():
+            parts = row.split()
+            if len(parts) == 2 and parts[1].isdigit() and int(parts[1]) in our_pgids:
+                ours.add(int(parts[0]))
+        return [dataclasses.replace(h, ours=h.pid in ours) for h in found]
+
+    def _gpu_list(self, procs: list[GpuProcess]) -> list[Gpu]:
+        # GPU index <-> UUID is fixed while the host is up; read again when a process names a UUID not in it.
+        known = {g.uuid for g in self.gpus}
+        if not self.gpus or any(p.gpu_uuid not in known for p in procs):
+            self.gpus = parse_gpus(self.host.sh(GPU_QUERY, timeout=30).text)
+        return self.gpus
+
+    def wait_released(
+        self, gpus: tuple[int, ...], timeout: float, first: GpuReading | None = None
+    ) -> tuple[bool, list[GpuHolder]]:
+        """`first`: nvidia-smi's answer already in hand. Raises NoGpuReading when nvidia-smi gave no reading until
+        the deadline: GPUs whose state is unknown are never called free."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                found = self.holders(set(), gpus, first)
+            except NoGpuReading:
+                if time.monotonic() >= deadline:
+                    raise
+                found = None
+            first = None
+            if found == []:
+                return True, []
+            if found is not None and time.monotonic() >= deadline:
+                return False, found
+            time.sleep(GPU_RELEASE_POLL_S)
+
+    def visible_devices(self, gpus: tuple[int, ...]) -> dict[str, str]:
+        return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))}
+
+    def width(self, jobs: int, max_queued: int | None) -> int:
+        """One launch per GPU at most: the host's `gpus:`."""
+        return self.host.config.gpus
+
+    def free_ports(self, count: int, avoid: Collection[int]) -> list[int]:
+        """Ports free on the host, PORT_SPACING apart from each other and from every port in `avoid`.
+
+        The host's sockets are surveyed at every call (one command): a port picked from an older look may have
+        been taken since, by another sweep on the same machine or a server that came up in between.
+        """
+        grid = candidates(self.host.config.port_base)
+        ports = pick_free(parse_survey(self.host.sh(survey_command(grid), timeout=30).text), grid, count, avoid)
+        if len(ports) < count:
+            among = spaced_from(grid, avoid)
+            raise HostBusy(f"only {len(ports)} of {count} ports free on {self.host.config.name} among {among}")
+        return ports
+
+    def port_owner(self, port: int, pgid: int) -> str:
+        """"ours" when the listener is in the launch's process group."""
+        script = quote(_LISTENER_SCRIPT)
+        # -S: no site-packages scan; the script needs only the standard library, and it runs for every launch.
+        out = self.host.sh(f"{quote(self.host.config.python)} -S -c {script} {port} {pgid}", timeout=30).text.strip()
+        return out if out in ("ours", "foreign", "none") else "unknown"
+
+    def client(self, launch: Launch) -> ProbeClient:
+        """On the host's loopback (through SSH when the host is remote)."""
+        return self.host.probe_client(launch.spec.port, api_key=launch.api_key)
