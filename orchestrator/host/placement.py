@@ -85,7 +85,7 @@ class Placement(Protocol):
         """The GPUs launches get, as the host or the scheduler describes them."""
 
     def gpu_problem(self, said: dict[str, str]) -> str | None:
-        """Why no GPU can be used, when `facts()` (`said`) named none."""
+        """Why the GPUs `facts()` described (`said`) cannot take this host's launches, if they cannot."""
 
     def gpu_uuids(self) -> list[str]:
         """The GPUs this host entry uses, for the machine-wide lock (empty: not ours to lock)."""
@@ -137,9 +137,16 @@ class LocalGpus:
         return info
 
     def gpu_problem(self, said: dict[str, str]) -> str | None:
-        """Asked again only when the first answer named no GPU: a healthy host pays no extra nvidia-smi start."""
+        """Fewer GPUs than `gpus:` (a launch on one that is not there dies of a CUDA error far from the cause); none
+        at all: asked again, to say why (a healthy host pays no extra nvidia-smi start)."""
+        name, wanted = self.host.config.name, self.host.config.gpus
         if said.get("gpu_name"):
-            return None
+            if len(self.gpus) >= wanted:
+                return None
+            return (
+                f"hosts.yaml gives host {name} gpus: {wanted}, but nvidia-smi lists {len(self.gpus)} GPU(s) there "
+                f"(fix: set gpus: {len(self.gpus)} for host {name} in hosts.yaml)"
+            )
         answer = self.host.sh(GPU_QUERY, timeout=30)
         problem = gpu_query_problem(answer.exit_code, answer.text, answer.stderr_text)
         if problem is None and not parse_gpus(answer.text):

@@ -4,8 +4,9 @@ The host here is configured as a real one is (no `scenario:`, so the orchestrato
 launcher is an install's python, the simulated SGLang installed into a site folder the way pip lays out a wheel
 (package, METADATA, RECORD), and its PATH decides whether there is an nvidia-smi (the simulated one) at all.
 
-- No nvidia-smi, a failing one, or a python without SGLang: the sweep is refused before anything runs, naming
-  what is missing, what the host said and the fix; nothing is recorded and the host is left unlocked.
+- No nvidia-smi, a failing one, fewer GPUs than `gpus:`, or a python without SGLang: the sweep is refused
+  before anything runs, naming what is missing, what the host said and the fix; nothing is recorded and the
+  host is left unlocked.
 - A nightly wheel that keeps its version string is another build: the cells an earlier sweep proved
   unsupported are tried again on it, and skipped again on the same build.
 """
@@ -140,6 +141,20 @@ def test_a_failing_nvidia_smi_is_refused_with_what_it_said(own_sshd: SshdHost, t
         real_host(tmp_path, own_sshd, python, f"{fake}:{PLAIN_PATH}"),
         "nvidia-smi failed (exit 9); the host said: NVIDIA-SMI has failed because it couldn't communicate",
         "reboot it or reload the driver",
+    )
+
+
+def test_fewer_gpus_than_hosts_yaml_gives_is_refused_with_the_fix(own_sshd: SshdHost, tmp_path: Path) -> None:
+    python = install_sglang(tmp_path / "venv", "one")
+    hosts = real_host(tmp_path, own_sshd, python, f"{SIM_BIN}:{PLAIN_PATH}")
+    entry = yaml.safe_load(hosts.read_text())
+    entry["realhost"]["env"]["ORCH_SIM_GPUS"] = "4"  # the machine has 4; hosts.yaml says 8
+    hosts.write_text(yaml.safe_dump(entry, sort_keys=False))
+    assert_refused(
+        tmp_path,
+        hosts,
+        "host realhost cannot run SGLang launches: hosts.yaml gives host realhost gpus: 8, but nvidia-smi lists 4",
+        "(fix: set gpus: 4 for host realhost in hosts.yaml)",
     )
 
 
