@@ -23,6 +23,7 @@ from typing import Any
 import bench_env  # noqa: F401  (importing it puts the repository on sys.path)
 import yaml
 
+from orchestrator.settings import LoadSettings
 from tests.faults_support import reap, write_hosts, write_matrix, write_scenario
 from tests.simhost import orchestrator
 
@@ -40,6 +41,7 @@ def _sweep(root: Path) -> tuple[list[dict[str, Any]], str]:
     matrix = write_matrix(
         root / "matrix.yaml", name="load", flags={"model-path": "/models/m", "tp-size": 1},
         matrix={"attention-backend": list(CELLS)}, probes={"settle_s": 0.1}, deadlines={"probe": "60s"},
+        load=LoadSettings().to_dict(),  # write_matrix turns the load off unless given one: the default, spelled out
     )  # fmt: skip
     db = root / "store.db"
     try:
