@@ -108,7 +108,8 @@ def execute_run(
             info = client.server_info()  # what it runs with, after every change SGLang made at start
             probes = _probe_through_drops(session, launch, client, settings, on_event)
             live.timings["probes_done"] = round(time.monotonic() - started, 3)
-            speed = _measure_speed(client, settings, probes)
+            # One load at a time per machine (a figure measured beside a sibling's load is not the cell's own).
+            speed = _measure_speed(client, settings, probes, launch.node or session.config.name)
     finally:
         marks = _Marks(live.timings)
         client.close()
@@ -212,13 +213,13 @@ def _says_listening(live: LiveLog, port: int) -> bool:
 
 
 def _measure_speed(
-    client: ProbeClient, settings: RunSettings, probes: tuple[ProbeResult, ...]
+    client: ProbeClient, settings: RunSettings, probes: tuple[ProbeResult, ...], machine: str
 ) -> dict[str, Any] | None:
     """The standard load's `speed` on a launch whose probes all passed (None: a probe failed, or `load: off`)."""
     load = settings.probes.load
     if load is None or not probes or not all(p.ok for p in probes):
         return None
-    return run_load(client, settings.probes, load, timeout=settings.deadlines.probe)
+    return run_load(client, settings.probes, load, timeout=settings.deadlines.probe, host=machine)
 
 
 def _probe_phase(name: str) -> Phase:
