@@ -23,7 +23,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.cli.common import FORMAT_HELP, exits_on_error, json_wanted, make_console, open_store, resolve_host
+from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
+from orchestrator.cli.formats import FORMAT_HELP, json_wanted
 from orchestrator.cli.root import app
 from orchestrator.config.load import matrix_from_yaml
 from orchestrator.config.model import EnvValue, HostConfig, SecretRef
