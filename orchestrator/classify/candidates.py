@@ -67,11 +67,18 @@ class Candidate:
         """The line reports a failure elsewhere by quoting it (a dead engine's error naming the original one)."""
         return quotes_another(parse(strip_ansi(self.line.text)).body.strip())
 
-    def rank(self) -> tuple[int, int, int, int]:
+    @property
+    def loose(self) -> bool:
+        """The line names a failure outside any traceback of its own (a logger's summary of an exception)."""
+        tb = self.traceback
+        return tb is None or tb.exception_line is None or tb.exception_line.line_no != self.line.line_no
+
+    def rank(self) -> tuple[int, int, int, int, int]:
         """Sort key part: more specific first; among equals, a line that says something, then one that states the
         failure first-hand rather than quoting it from another process, then the exception line itself rather than
         a wrapper or code line."""
-        return (-self.specificity, int(self.bare), int(self.quoting), -int(self.leads and not self.generic))
+        return (-self.specificity, int(self.bare), int(self.quoting), int(self.loose),
+                -int(self.leads and not self.generic))
 
 
 def candidates(evidence: Evidence) -> list[Candidate]:

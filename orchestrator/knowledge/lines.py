@@ -65,11 +65,15 @@ _DECORATION = re.compile(
     r"(?:stdout|stderr)\s+[FP]\s|>+(?!>)[ \t]?|\[\d{1,3}(?:;\d{1,3})*m[ \t]?|`{1,3}(?=\S)|\*\*(?=\S)"
     r"|[A-Za-z0-9][\w.\-]{0,62}[ \t]*\|(?:[ \t]|$)|<(?:stdout|stderr)>:[ \t]?"
     r"|\{[\w.\-]+=\"[^\"]*\"(?:,\s*[\w.\-]+=\"[^\"]*\")*\}[ \t]+"
+    r"|(?=[\w.]*[\d\-])[A-Za-z0-9][\w.\-/]{0,120}[ \t]+>>[ \t]"
 )
 """What a carrier adds around a line: CRI stream tag, quote mark, markdown, a compose service gutter, a colour code
-whose escape byte a paste lost (`[36m`), an MPI launcher's `<stderr>:`, a log store's label set (`{pod="vllm-0"}`)."""
-_TASK_LABEL = re.compile(r"(?:\d{1,5}|(?=[a-z0-9.\-]*[\d\-])[a-z][a-z0-9.\-]{0,62}): (?=\S|[ \t]+\S)")
-"""A task or host label of srun --label, pdsh or a parallel shell (`3: `, `gpu-node-3: `): digits, or a host name with
+whose escape byte a paste lost (`[36m`), an MPI launcher's `<stderr>:`, a log store's label set (`{pod="vllm-0"}`), a
+log viewer's source before `>>` (`my-pod-0 >> `)."""
+_TASK_LABEL = re.compile(r"(?:\d{1,5}|(?=[a-z0-9.\-/]*[\d\-])[a-z][a-z0-9.\-]{0,62}(?:/[a-z][a-z0-9.\-]{0,62})?): "
+                         r"(?=\S|[ \t]+\S)")
+"""A task or host label of srun --label, pdsh or a parallel shell (`3: `, `gpu-node-3: `, a pod and its container
+`vllm-0/server: `): digits, or a host name with
 a digit or a hyphen, so that neither a word nor an exception's name is taken for one. Only where a line starts or
 after another layer: after indentation, `0: x` is code or a listing."""
 _TAB_TS = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\t")

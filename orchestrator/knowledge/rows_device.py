@@ -77,11 +77,13 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         ("ddress already in use", "Errno 98", "EADDRINUSE", "is not available in", "already in use", "occupied"),
         example="zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:30233')"),
     # Unsupported configurations and kernels that do not run on this GPU.
+    # A quantization the engine refuses for this model or with these flags; refused for this GPU (`for the current
+    # GPU. Minimum capability: 90`), it is the architecture's, told by the arch rows below.
     sig("quantization_not_supported", C.UNSUPPORTED_CONFIG, 82,
-        r"quantization method \S+ is not supported|(?i:quantization (?:method|scheme|type) \S+ (?:is )?not supported)",
+        r"(?i:quantization (?:method|scheme|type) \S+ (?:is )?not supported)(?! for (?:the current|this|your) "
+        r"(?:GPU|device|platform))",
         ("quantization", "Quantization"), phase=P.MODEL_LOAD,
-        example="ValueError: The quantization method fp8 is not supported for the current GPU. "
-        "Minimum capability: 90. Current capability: 86."),
+        example="ValueError: Quantization scheme fp8 is not supported for this model."),
     sig("no_kernel_image", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 80,
         r"no kernel image is available for execution|NoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU"
         r"|(?:CUDA|HIP) error: invalid device function|(?:cuda|hip)ErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu"
@@ -214,11 +216,12 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         r"|LLVM ERROR|collect2: error|undefined reference to|error: identifier .{1,80} is undefined|\bcicc\b"
         r"|(?i:(?:cuda|kernel|cubin|ptx) compilation (?:failed|error))|error: command '.{0,120}(?:nvcc|gcc|g\+\+|c\+\+"
         r"|clang\S*)' failed|PassManager::run failed|(?i:error (?:while |when )?(?:compiling|building) (?:the )?"
-        r"(?:kernel|extension|module|cubin))|(?i:(?:cute|cutlass)[ _-]?dsl.{0,80}(?:error|failed))",
+        r"(?:kernel|extension|module|cubin))|(?i:(?:cute|cutlass)[ _-]?dsl.{0,80}(?:error|failed))|\bMLIRError\b",
         ("inja", "Error building extension", "nvcc", "ptxas", "): error", "nvrtc", "NVRTC", "fatal error:",
          "triton.compiler", "CompilationError", "JIT", "jit", "compile", "LLVM ERROR", "collect2",
          "undefined reference",
-         "is undefined", "cicc", "ompilation", "error: command", "PassManager", "ompiling", "uilding", "DSL", "dsl"),
+         "is undefined", "cicc", "ompilation", "error: command", "PassManager", "ompiling", "uilding", "DSL", "dsl",
+         "MLIRError"),
         example="RuntimeError: Ninja build failed. Ninja output:"),
     # A compiler run as a subprocess (Triton's helper build, torch extensions, JIT kernels) that failed: Python's
     # CalledProcessError wording, also where a warning reports it (SGLang skips a model module whose import built

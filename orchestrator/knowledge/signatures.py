@@ -72,7 +72,8 @@ SIGNATURES: tuple[Signature, ...] = (
     # Tokenizers and chat templates.
     sig("tokenizer_load_failed", C.TOKENIZER_OR_TEMPLATE_ERROR, 65,
         r"(?i)(?:failed to|unable to|cannot|can't|could not|couldn't) (?:load|instantiate|find|initialize) "
-        r"(?:the )?(?:\S+ )?(?:tokenizer|processor)\b|Unrecognized (?:\w+ )?(?:processor|tokenizer)\b",
+        r"(?:the )?(?:\S+ )?(?:tokenizer|processor)\b|Unrecognized (?:\w+ )?(?:processor|tokenizer)\b"
+        r"|Tokenizer class \S+ does not exist",
         ("okenizer", "rocessor"), phase=P.MODEL_LOAD,
         example="RuntimeError: Failed to load the tokenizer. If you are using a LLaMA-based model, use "
         "'hf-internal-testing/llama-tokenizer' instead of the original tokenizer."),

@@ -102,14 +102,12 @@ def test_floors_on_the_checking_part() -> None:
     checking = ev.figures(ev.split(scored)["checking"])
     assert checking["logs"] >= 50
     # Issue 32's target is 0.90 for all three; these floors guard what the checking part has reached (category
-    # 0.86, similar 0.91 on 54 failing + 12 healthy logs, scripts/eval-classify --split) against regressions, and
-    # rise as general rules land. Its root line was 0.91 on 53 logs and is 0.89 since 13 of 32 new real logs fell to
-    # it: that floor guards today's 0.89 (the target stays 0.90), as the checking part is never tuned on to get it
-    # back. Similar fell from 0.92 to 0.89 when 36 earlier logs joined it, and is 0.91 now.
+    # 0.875, root line 0.903, similar 0.927 on 60 failing + 12 healthy logs, scripts/eval-classify --split) with a
+    # small margin against regressions, and rise as general rules land; the checking part is never tuned on.
     assert checking["healthy_false_alarms"] == 0, checking
     assert checking["root_cause_line"] >= 0.89, checking
-    assert checking["category_accuracy"] >= 0.86, checking
-    assert checking["similar_precision"] >= 0.91, checking
+    assert checking["category_accuracy"] >= 0.87, checking
+    assert checking["similar_precision"] >= 0.92, checking
 
 
 def test_a_healthy_label_without_a_line_is_found_by_a_healthy_verdict() -> None:

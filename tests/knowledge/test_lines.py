@@ -243,6 +243,12 @@ def test_a_sentence_that_starts_like_a_date_is_no_syslog_prefix() -> None:
         ('{"log":"\\u001b[36m(RayWorkerWrapper pid=9)\\u001b[0m KeyError: \'x\'\\n","stream":"stderr"}',
          "KeyError: 'x'"),
         ('{"severity":"ERROR","jsonPayload":{"message":"KeyError: \'x\'"}}', "KeyError: 'x'"),
+        # A log viewer's export: its timestamp, the source pod, `>>`, then the line as the process wrote it.
+        ("[2025-12-18T16:24:02+08:00] rl-job-3da56-cfcd2 >> (SGLangEngine pid=3111) [2025-12-18 08:24:01 TP7] "
+         "Scheduler hit an exception: Traceback (most recent call last):",
+         "Scheduler hit an exception: Traceback (most recent call last):"),
+        # A pod and its container as the label (`kubectl logs --prefix` style without the brackets).
+        ("vllm-0/server: KeyError: 'x'", "KeyError: 'x'"),
     ],
 )
 def test_launcher_and_log_store_carriers(line: str, body: str) -> None:
@@ -257,6 +263,8 @@ def test_launcher_and_log_store_carriers(line: str, body: str) -> None:
         "socket.timeout: timed out",
         "warning: the cache is cold",
         "max_model_len: 4096",
+        "usr/lib: not found",
+        "a >> b",
         '{"not a log": 1}',
     ],
 )

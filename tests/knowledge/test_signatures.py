@@ -208,7 +208,8 @@ def test_a_killed_line_does_not_beat_the_exception_that_caused_the_kill() -> Non
 def test_a_quoted_exception_loses_to_the_exception_line_itself() -> None:
     quoted = "# [Bug]: ValueError: The quantization method fp8 is not supported for the current GPU"
     real = "ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 90."
-    assert _verdict(quoted, real) == (C.UNSUPPORTED_CONFIG, real)
+    # A quantization refused for the current GPU's capability is the architecture's (reference/taxonomy.md).
+    assert _verdict(quoted, real) == (C.KERNEL_NOT_SUPPORTED_ON_ARCH, real)
 
 
 def test_an_error_the_server_survived_is_not_a_cause() -> None:

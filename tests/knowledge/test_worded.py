@@ -350,6 +350,20 @@ def test_the_cuda_failure_behind_an_nccl_error_is_its_cause() -> None:
           "running. Inspect the stacktrace to find the original error: OutOfMemoryError('CUDA out of memory.').",
           "ERROR 01-01 10:00:00 [engine.py:1] OutOfMemoryError('CUDA out of memory. Tried to allocate 2 GiB.')"],
          C.CUDA_OOM, 1),
+        # A logger's one-line summary of an exception loses to an equally specific exception stated by a traceback.
+        (["ERROR 01-01 10:00:00 engine.py:56] UnboundLocalError: cannot access local variable 'p'",
+          *TB, "AttributeError: 'PosixPath' object has no attribute 'startswith'"], C.PYTHON_EXCEPTION_OTHER, -1),
+        # An MLIR error raised while a kernel DSL builds its IR is a failed JIT build.
+        (["  mO = seqlen.offset_batch_Q(...)[None, None, head_idx]",
+          "cutlass._mlir._mlir_libs._site_initialize.<locals>.MLIRError: Operation creation failed:",
+          "error: unknown: expects `coord` and shape of view are weakly congruent,"], C.KERNEL_JIT_ERROR, 1),
+        # A quantization refused for this GPU is the architecture's; refused for the model, the configuration's.
+        ([*TB, "ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 89. "
+          "Current capability: 86."], C.KERNEL_NOT_SUPPORTED_ON_ARCH, -1),
+        ([*TB, "ValueError: Quantization scheme fp8 is not supported for this model."], C.UNSUPPORTED_CONFIG, -1),
+        # transformers cannot find the tokenizer class the checkpoint names.
+        ([*TB, "ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently imported."],
+         C.TOKENIZER_OR_TEMPLATE_ERROR, -1),
     ],
 )
 def test_fetch_ray_headers_and_quoted_failures(lines: list[str], category: Category, root: int) -> None:
