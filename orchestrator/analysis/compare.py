@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from orchestrator.analysis.environment import EnvPairs, env_diff, env_not_recorded, not_recorded_notes
 from orchestrator.analysis.inputs import FAILED, CellOutcome, SweepView
 from orchestrator.analysis.speed import SpeedChange, Speeds, speed_changes
 from orchestrator.matrix.flags import canonical_name, canonical_words
@@ -108,7 +109,7 @@ class Comparison:
     unverified: tuple[CellChange, ...]
     """Status differs but one side is infra or skipped, so SGLang was not tested there."""
     ready_changes: tuple[ReadyChange, ...]
-    env_diff: dict[str, tuple[str | None, str | None]]
+    env_diff: EnvPairs
     matched: int
     notes: tuple[str, ...] = ()
     speed_regressions: tuple[SpeedChange, ...] = ()
@@ -116,6 +117,8 @@ class Comparison:
     speed_improvements: tuple[SpeedChange, ...] = ()
     drift_changes: tuple[dict[str, Any], ...] = ()
     """Cells whose server changed a flag at start on one side and not (or otherwise) on the other."""
+    env_not_recorded: EnvPairs = field(default_factory=dict)
+    """An install's build or commit one sweep did not record (it predates them): not a change, and not known same."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of `orchestrator compare --format json`."""
@@ -135,6 +138,7 @@ class Comparison:
             "speed_regressions": [s.to_dict() for s in self.speed_regressions],
             "speed_improvements": [s.to_dict() for s in self.speed_improvements],
             "drift_changes": list(self.drift_changes),
+            "env_not_recorded": {name: list(pair) for name, pair in self.env_not_recorded.items()},
         }
 
 
@@ -163,6 +167,7 @@ def compare(
     pairs, only_a, only_b = _match(a.cells, b.cells, ignored, (match_install, with_lane))
     buckets: dict[str, list[CellChange]] = defaultdict(list)
     ready: list[ReadyChange] = []
+    unrecorded = env_not_recorded(a, b)
     slower, faster = speed_changes(pairs, *speeds) if speeds else ((), ())
     for before, after in pairs:
         kind = _classify(before, after)
@@ -185,8 +190,13 @@ def compare(
         speed_regressions=slower,
         speed_improvements=faster,
         env_diff=env_diff(a, b),
+        env_not_recorded=unrecorded,
         matched=len(pairs),
-        notes=(*_unmatched_hint(a, b, only_a, only_b), *_drift_notes(pairs, a.sweep_id, b.sweep_id)),
+        notes=(
+            *_unmatched_hint(a, b, only_a, only_b),
+            *_drift_notes(pairs, a.sweep_id, b.sweep_id),
+            *not_recorded_notes(unrecorded, a.sweep_id, b.sweep_id),
+        ),
         drift_changes=tuple(
             {"cell_id": after.cell_id, "label": after.label, "before": _drift_dict(before), "after": _drift_dict(after)}
             for before, after in pairs
@@ -277,22 +287,6 @@ def _install_versions(view: SweepView, install: str | None) -> dict[str, Any]:
             own[match["name"]] = version
     sglang = own.pop("sglang", view.sglang_version)
     return {"sglang_version": sglang, "packages": {**shared, **own}}
-
-
-def env_diff(a: SweepView, b: SweepView) -> dict[str, tuple[str | None, str | None]]:
-    """SGLang version, host, packages and host facts that differ: name -> (before, after)."""
-
-    def facts(view: SweepView) -> dict[str, str | None]:
-        merged: dict[str, str | None] = {"sglang": view.sglang_version, "host": view.host}
-        merged.update({k: v for k, v in view.packages.items() if k != "sglang" or view.sglang_version is None})
-        package_names = set(merged)
-        # A host fact never overwrites a package of the same name; it moves aside instead.
-        merged.update({(f"host.{k}" if k in package_names else k): v for k, v in view.host_facts.items()})
-        return merged
-
-    before, after = facts(a), facts(b)
-    names = sorted(set(before) | set(after), key=lambda n: (n not in ("sglang", "host"), n))
-    return {n: (before.get(n), after.get(n)) for n in names if before.get(n) != after.get(n)}
 
 
 def _match_key(cell: CellOutcome, ignored: frozenset[str], dimensions: tuple[bool, bool]) -> tuple[Any, ...]:

@@ -10,10 +10,10 @@ import pytest
 from orchestrator.analysis.compare import (
     compare,
     compare_installs,
-    env_diff,
     failure_signature,
     split_by_install,
 )
+from orchestrator.analysis.environment import env_diff
 from orchestrator.analysis.inputs import CellOutcome
 from orchestrator.analysis.render import render_comparison
 from orchestrator.model import Category, Phase, Status

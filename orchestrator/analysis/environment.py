@@ -1,0 +1,63 @@
+"""What differs between two sweeps' environments: SGLang's version and build, the host, packages and host facts.
+
+Pure. A value one sweep never recorded is kept apart from the changes: the tool records an install's build
+and commit (`sglang-build`, `sglang-commit`) only since it learnt to, so a sweep from before says nothing
+about them, and "not recorded -> abc123" after a nightly upgrade is not something the upgrade changed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from orchestrator.analysis.inputs import SweepView
+
+EnvPairs = dict[str, tuple[str | None, str | None]]
+"""Name -> (before, after), None where that sweep has no value."""
+
+_RECORDED_SINCE = re.compile(r"^sglang-(build|commit)(\[[^\]]+\])?$")
+"""Keys a sweep may lack because it was recorded before the tool kept them, or the host could not say."""
+
+
+def env_diff(a: SweepView, b: SweepView) -> EnvPairs:
+    """SGLang version, host, packages and host facts that differ: name -> (before, after).
+
+    A package installed or removed between the sweeps counts (one side None); an install's build or
+    commit that one sweep did not record does not (see `env_not_recorded`).
+    """
+    return {name: pair for name, pair in _differing(a, b).items() if not _unrecorded(name, pair)}
+
+
+def env_not_recorded(a: SweepView, b: SweepView) -> EnvPairs:
+    """An install's build or commit that one sweep recorded and the other did not: whether it changed is unknown."""
+    return {name: pair for name, pair in _differing(a, b).items() if _unrecorded(name, pair)}
+
+
+def _unrecorded(name: str, pair: tuple[str | None, str | None]) -> bool:
+    return None in pair and _RECORDED_SINCE.match(name) is not None
+
+
+def _facts(view: SweepView) -> dict[str, str | None]:
+    merged: dict[str, str | None] = {"sglang": view.sglang_version, "host": view.host}
+    merged.update({k: v for k, v in view.packages.items() if k != "sglang" or view.sglang_version is None})
+    package_names = set(merged)
+    # A host fact never overwrites a package of the same name; it moves aside instead.
+    merged.update({(f"host.{k}" if k in package_names else k): v for k, v in view.host_facts.items()})
+    return merged
+
+
+def _differing(a: SweepView, b: SweepView) -> EnvPairs:
+    before, after = _facts(a), _facts(b)
+    names = sorted(set(before) | set(after), key=lambda n: (n not in ("sglang", "host"), n))
+    return {n: (before.get(n), after.get(n)) for n in names if before.get(n) != after.get(n)}
+
+
+def not_recorded_notes(pairs: EnvPairs, before_id: str, after_id: str) -> list[str]:
+    """Each value one sweep did not record, said apart from the changes: which sweep lacks it, the other's value."""
+    notes = []
+    for name, (before, after) in pairs.items():
+        lacking, holding, value = (before_id, after_id, after) if before is None else (after_id, before_id, before)
+        notes.append(
+            f"{name} not recorded in {lacking} (recorded since a later orchestrator, or the host could not say); "
+            f"{value} in {holding}: not counted as a change, nor known to be the same"
+        )
+    return notes
