@@ -15,7 +15,7 @@ from orchestrator.knowledge.argnames import ARGUMENT_NAMES
 ARCH = (
     r"(?:\bsm_?\d{2,3}[af]?\b|\bSM ?\d{2,3}[af]?\b|\bcompute[ _]capabilit(?:y|ies)\b|\b(?:device|cuda) capability\b"
     r"|\bcapability[ :=]+\d+(?:\.\d)?\b"
-    r"|(?<!odel )(?<!odel_)(?<!odel with )\barch(?:itecture)?s?\b(?!\W{0,5}\w*(?:For[A-Z]|Model\b))"
+    r"|(?<!odel )(?<!odel_)(?<!odel with )(?<!GGUF )\barch(?:itecture)?s?\b(?!\W{0,5}\w*(?:For[A-Z]|Model\b))"
     r"|\bgfx\d{2,4}[a-z]?\b"
     r"|\b(?:Kepler|Maxwell|Pascal|Volta|Turing|Ampere|Ada(?: Lovelace)?|Hopper|Blackwell|CDNA\d?|RDNA\d?)\b"
     r"|\b(?:A10G?|A30|A40|A100|A800|A6000|H20|H100|H200|H800|B100|B200|B300|GB200|GB300|L4|L20|L40S?|T4|V100|P100"

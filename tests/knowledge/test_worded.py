@@ -361,6 +361,10 @@ def test_the_cuda_failure_behind_an_nccl_error_is_its_cause() -> None:
         ([*TB, "ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 89. "
           "Current capability: 86."], C.KERNEL_NOT_SUPPORTED_ON_ARCH, -1),
         ([*TB, "ValueError: Quantization scheme fp8 is not supported for this model."], C.UNSUPPORTED_CONFIG, -1),
+        # A model's architecture (a GGUF model type) is no GPU architecture.
+        ([*TB, "ValueError: GGUF model with architecture qwen3moe is not supported yet."], C.UNSUPPORTED_CONFIG, -1),
+        ([*TB, "ValueError: GGUF architecture 'qwen35' is not supported (known: ['gemma4'])"],
+         C.UNSUPPORTED_CONFIG, -1),
         # transformers cannot find the tokenizer class the checkpoint names.
         ([*TB, "ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently imported."],
          C.TOKENIZER_OR_TEMPLATE_ERROR, -1),
