@@ -1,7 +1,7 @@
 """A pool of two simulated hosts, `a` and `b`, for the end-to-end tests: its files, and its sweep through the CLI.
 
-The matrix and the verdict of each cell are the pool test's (tests/e2e/test_pool_ssh.py): the fault harness's
-scenario decides each cell by its attention backend and KV-cache dtype, on whichever host it runs.
+The fault harness's scenario decides each cell of the pool's matrix by its attention backend and KV-cache dtype,
+on whichever host it runs (VERDICTS).
 """
 
 from __future__ import annotations
@@ -13,10 +13,26 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.test_pool_ssh import MATRIX, VERDICTS
 from tests.fault_harness import FaultHost, cli_env
 from tests.paths import REPO
 from tests.sshd_host import SshdHost
+
+MATRIX = """name: pool
+flags: {model-path: /models/tiny, tp-size: 1}
+matrix:
+  attention-backend: [flashinfer, triton]
+  kv-cache-dtype: [bf16, fp8_e4m3]
+  mem-fraction-static: [0.8, 0.85]
+probes: {settle_s: 0.2, concurrent_requests: 4}
+load: off
+"""
+VERDICTS = {
+    ("flashinfer", "bf16"): ("pass", "healthy"),
+    ("flashinfer", "fp8_e4m3"): ("fail", "cuda_oom"),
+    ("triton", "bf16"): ("fail", "nan_in_probs"),
+    ("triton", "fp8_e4m3"): ("fail", "nan_in_probs"),
+}
+"""What the fault harness's scenario makes of each cell, whatever its mem-fraction-static."""
 
 
 def pool_files(

@@ -8,6 +8,10 @@ hosts.yaml group through the CLI, and reads the host of each cell from `table --
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -23,26 +27,10 @@ from orchestrator.model import Status
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.engine import SweepHooks, SweepOptions, run_sweep
 from orchestrator.sweep.execute import RunSettings
-from tests.fault_harness import FaultHost, cli_env
+from tests.e2e.pool_support import pool_files, run_pool_sweep, verdict_of
+from tests.fault_harness import cli_env
 from tests.paths import REPO
 from tests.sshd_host import SshdHost, login_user
-
-MATRIX = """name: pool
-flags: {model-path: /models/tiny, tp-size: 1}
-matrix:
-  attention-backend: [flashinfer, triton]
-  kv-cache-dtype: [bf16, fp8_e4m3]
-  mem-fraction-static: [0.8, 0.85]
-probes: {settle_s: 0.2, concurrent_requests: 4}
-load: off
-"""
-VERDICTS = {
-    ("flashinfer", "bf16"): ("pass", "healthy"),
-    ("flashinfer", "fp8_e4m3"): ("fail", "cuda_oom"),
-    ("triton", "bf16"): ("fail", "nan_in_probs"),
-    ("triton", "fp8_e4m3"): ("fail", "nan_in_probs"),
-}
-"""What the fault harness's scenario makes of each cell, whatever its mem-fraction-static."""
 
 
 @pytest.fixture
@@ -54,29 +42,9 @@ def two_sshd(sshd: SshdHost) -> Iterator[tuple[SshdHost, SshdHost]]:
         host.cleanup()
 
 
-def _pool_files(
-    root: Path, sshds: tuple[SshdHost | None, SshdHost | None], gpus: int, decode_s: float = 0.002
-) -> tuple[Path, list[FaultHost]]:
-    """A hosts.yaml with hosts a and b (each its own workdir and sim) and the group `pool`, and the matrix."""
-    members = [
-        FaultHost(root / name, sshd=sshd, gpus=gpus, name=name, decode_s=decode_s)
-        for name, sshd in zip("ab", sshds, strict=True)
-    ]
-    entries = {name: json.loads(fh.hosts_file.read_text())[name] for name, fh in zip("ab", members, strict=True)}
-    hosts_file = root / "hosts.yaml"
-    hosts_file.write_text(json.dumps({**entries, "pool": {"group": ["a", "b"]}}, indent=1))
-    (root / "matrix.yaml").write_text(MATRIX)
-    return hosts_file, members
-
-
-def _verdict_of(label: str) -> tuple[str, str]:
-    flags = dict(part.split("=") for part in label.split(", "))
-    return VERDICTS[(flags["attention-backend"], flags["kv-cache-dtype"])]
-
-
 @pytest.mark.ssh
 def test_a_pool_sweep_carries_on_when_one_host_dies(two_sshd: tuple[SshdHost, SshdHost], tmp_path: Path) -> None:
-    hosts_file, members = _pool_files(tmp_path, two_sshd, gpus=1)
+    hosts_file, members = pool_files(tmp_path, two_sshd, gpus=1)
     hosts = load_hosts(hosts_file)
     matrix = load_matrix(tmp_path / "matrix.yaml")
     options = SweepOptions(settings=RunSettings(effective_deadlines(hosts["a"], matrix), matrix.probes))
@@ -122,7 +90,7 @@ def test_a_pool_sweep_carries_on_when_one_host_dies(two_sshd: tuple[SshdHost, Ss
     for result in results:  # every other cell has the scenario's verdict, wherever it ran
         if result.status is not Status.INFRA:
             assert result.status is not None and result.category is not None
-            assert (result.status.value, result.category.value) == _verdict_of(result.cell.label), result
+            assert (result.status.value, result.category.value) == verdict_of(result.cell.label), result
     after_kill = [r for r in runs if r.started_at > time.time() - (time.monotonic() - killed[0])]
     assert after_kill and all(r.host == "a" for r in after_kill), "after the kill only host a launches"
     assert len([line for line in said if "host b is down" in line]) == 1, said
@@ -131,17 +99,9 @@ def test_a_pool_sweep_carries_on_when_one_host_dies(two_sshd: tuple[SshdHost, Ss
 
 
 def test_a_group_of_hosts_yaml_is_a_pool_through_the_cli(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    hosts_file, members = _pool_files(tmp_path, (None, None), gpus=2)
-    db = tmp_path / "orchestrator.db"
+    hosts_file, members = pool_files(tmp_path, gpus=2)
     try:
-        result = subprocess.run(
-            [sys.executable, "-m", "orchestrator", "sweep", str(tmp_path / "matrix.yaml"), "--host", "pool",
-             "--hosts", str(hosts_file), "--db", str(db), "--json-out", str(tmp_path / "out.json")],
-            cwd=REPO, capture_output=True, text=True, timeout=300, env=cli_env(),
-        )  # fmt: skip
+        result = run_pool_sweep(tmp_path, hosts_file, tmp_path / "orchestrator.db")
     finally:
         for fh in members:
             fh.reap()
@@ -150,19 +110,14 @@ def test_a_group_of_hosts_yaml_is_a_pool_through_the_cli(tmp_path: Path) -> None
     assert len(cells) == 8
     assert {c["host"] for c in cells} == {"a", "b"}, [c["host"] for c in cells]
     for c in cells:
-        assert (c["status"], c["category"]) == _verdict_of(c["label"]), c
+        assert (c["status"], c["category"]) == verdict_of(c["label"]), c
     assert "on a,b" in result.stdout, result.stdout
     header = next(line for line in result.stdout.splitlines() if line.split()[:1] == ["host"])
     assert "status" in header.split(), result.stdout  # the host is a column of the table
 
 
 def test_a_killed_pool_sweep_resumes_each_run_on_its_own_host(tmp_path: Path) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    hosts_file, members = _pool_files(tmp_path, (None, None), gpus=1, decode_s=0.03)
+    hosts_file, members = pool_files(tmp_path, gpus=1, decode_s=0.03)
     db = tmp_path / "orchestrator.db"
     base = [sys.executable, "-m", "orchestrator", "sweep", str(tmp_path / "matrix.yaml"), "--hosts", str(hosts_file),
             "--db", str(db)]  # fmt: skip
@@ -201,7 +156,7 @@ def test_a_killed_pool_sweep_resumes_each_run_on_its_own_host(tmp_path: Path) ->
     assert len(results) == 8 and all(r.status is not None for r in results)
     for result in results:
         assert result.status is not None and result.category is not None
-        assert (result.status.value, result.category.value) == _verdict_of(result.cell.label), result
+        assert (result.status.value, result.category.value) == verdict_of(result.cell.label), result
     for run_id, host in in_flight.items():  # each in-flight run was settled on the host it was on
         assert runs[run_id].host == host and runs[run_id].state in ("done", "abandoned"), runs[run_id]
     assert {r.host for r in runs.values()} == {"a", "b"}
@@ -209,10 +164,7 @@ def test_a_killed_pool_sweep_resumes_each_run_on_its_own_host(tmp_path: Path) ->
 
 
 def test_hosts_with_different_sglang_versions_make_the_host_an_axis(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    hosts_file, members = _pool_files(tmp_path, (None, None), gpus=4)
+    hosts_file, members = pool_files(tmp_path, gpus=4)
     members[1].scenario.write_text(members[1].scenario.read_text().replace("version: 0.5.9", "version: 0.5.23"))
     out = tmp_path / "out.json"
     try:
@@ -238,7 +190,7 @@ def test_hosts_with_different_sglang_versions_make_the_host_an_axis(tmp_path: Pa
     for c in cells:
         lane = c["label"].split(", ")[0]
         assert lane in ("host=a", "host=b") and c["host"] == lane.removeprefix("host="), c
-        assert (c["status"], c["category"]) == _verdict_of(c["label"].split(", ", 1)[1]), c
+        assert (c["status"], c["category"]) == verdict_of(c["label"].split(", ", 1)[1]), c
     replay = json.loads(repro.stdout)
     assert replay["outcome"] == "the failure reproduced", repro.stdout + repro.stderr  # re-run on b, where it ran
     with Store(tmp_path / "o.db") as store:
