@@ -52,12 +52,13 @@ def _differing(a: SweepView, b: SweepView) -> EnvPairs:
 
 
 def not_recorded_notes(pairs: EnvPairs, before_id: str, after_id: str) -> list[str]:
-    """Each value one sweep did not record, said apart from the changes: which sweep lacks it, the other's value."""
-    notes = []
+    """One note per sweep that lacks values the other recorded: which sweep, and the other's values."""
+    lacking: dict[str, list[str]] = {}
     for name, (before, after) in pairs.items():
-        lacking, holding, value = (before_id, after_id, after) if before is None else (after_id, before_id, before)
-        notes.append(
-            f"{name} not recorded in {lacking} (recorded since a later orchestrator, or the host could not say); "
-            f"{value} in {holding}: not counted as a change, nor known to be the same"
-        )
-    return notes
+        missing_in, value, held_in = (before_id, after, after_id) if before is None else (after_id, before, before_id)
+        lacking.setdefault(missing_in, []).append(f"{name} ({value} in {held_in})")
+    return [
+        f"not recorded in {sweep} (made by an older orchestrator, or the host could not say), so not shown as "
+        f"changed: {', '.join(values)}"
+        for sweep, values in lacking.items()
+    ]
