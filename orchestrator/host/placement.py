@@ -26,7 +26,7 @@ from orchestrator.host.facts import (
     read_gpu_processes,
 )
 from orchestrator.host.launcher import Launch
-from orchestrator.host.ports import candidates, parse_survey, pick_free, spaced_from, survey_command
+from orchestrator.host.ports import PortSurvey, candidates, parse_survey, pick_free, spaced_from, survey_command
 from orchestrator.probe.client import ProbeClient
 from orchestrator.transport.base import CommandResult
 from orchestrator.transport.shell import quote
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from orchestrator.host.session import HostSession
 
 GPU_RELEASE_POLL_S = 0.05
+PORT_SURVEY_REUSE_S = 5.0
+"""A port survey this young is picked from again: a server binds its port only once its weights are loaded, long
+after the pick, so a newer look would not make a port safer, and a port another process took meanwhile is a port
+race, retried on another one. Only quick cells (simulated, or refused at start) ever meet a survey this young."""
 _GPU_AND_DRIVER_QUERY = (
     "nvidia-smi --query-gpu=index,uuid,memory.used,memory.total,name,driver_version,compute_cap"
     " --format=csv,noheader,nounits"
@@ -126,6 +130,8 @@ class LocalGpus:
         self.gpus: list[Gpu] = gpus if gpus is not None else []
         """GPU index and UUID, as nvidia-smi listed them."""
         self.free_seen: dict[int, float] = {}
+        self._survey = (float("-inf"), PortSurvey(frozenset(), (0, 0)))
+        """When the host's ports were last surveyed (time.monotonic), and what the survey said."""
 
     def facts(self) -> dict[str, str]:
         """GPU model, driver and compute capability, as nvidia-smi says."""
@@ -226,11 +232,15 @@ class LocalGpus:
     def free_ports(self, count: int, avoid: Collection[int]) -> list[int]:
         """Ports free on the host, PORT_SPACING apart from each other and from every port in `avoid`.
 
-        The host's sockets are surveyed at every call (one command): a port picked from an older look may have
-        been taken since, by another sweep on the same machine or a server that came up in between.
+        The host's sockets are surveyed (one command, tens of ms: every process's command line and socket) unless
+        the last survey is under PORT_SURVEY_REUSE_S old and still has the ports asked for.
         """
         grid = candidates(self.host.config.port_base)
-        ports = pick_free(parse_survey(self.host.sh(survey_command(grid), timeout=30).text), grid, count, avoid)
+        taken, survey = self._survey
+        ports = pick_free(survey, grid, count, avoid) if time.monotonic() - taken < PORT_SURVEY_REUSE_S else []
+        if len(ports) < count:
+            self._survey = (time.monotonic(), parse_survey(self.host.sh(survey_command(grid), timeout=30).text))
+            ports = pick_free(self._survey[1], grid, count, avoid)
         if len(ports) < count:
             among = spaced_from(grid, avoid)
             raise HostBusy(f"only {len(ports)} of {count} ports free on {self.host.config.name} among {among}")
