@@ -68,6 +68,16 @@ def cuda_error_key(message: str) -> str | None:
     return _DIGITS.sub("#", message)
 
 
+_GUESSES = re.compile(r"(?i)\b(?:potential|possible|common|likely) (?:root )?causes?\b")
+"""A message that lists what may have happened (Ray's `There are some potential root causes. (1) The process is
+killed by SIGKILL by OOM killer ... (2) ray stop --force is called`): what it names is a guess, not a statement."""
+
+
+def states_not_guesses(message: str) -> bool:
+    """Whether a message (prefix removed) states what happened rather than listing possible causes."""
+    return _GUESSES.search(message) is None
+
+
 def quotes_another(message: str) -> bool:
     """Whether a message (prefix removed) reports another process's failure by quoting it."""
     return _QUOTES_ANOTHER.search(message) is not None

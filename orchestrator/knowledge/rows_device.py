@@ -156,14 +156,15 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         any_level=True, example="Cuda failure 'out of memory'"),
     sig("out_of_memory", C.CUDA_OOM, 55, r"(?i)\bout of memory\b", ("out of memory", "Out of memory", "OUT OF MEMORY"),
         example="RuntimeError: out of memory"),
-    # CUDA faults.
+    # CUDA faults. A fault poisons the CUDA context: stated at any level (vLLM logs it at WARNING while failing to
+    # pickle the failed step's inputs), the GPU faulted.
     sig("illegal_memory_access", C.ILLEGAL_MEMORY_ACCESS, 80,
         r"(?i)illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|misaligned address"
         r"|an illegal instruction was encountered|cudaErrorIllegalInstruction|CUDA_ERROR_ILLEGAL_INSTRUCTION"
         r"|Warp Illegal Address|Memory access fault by GPU|HSA_STATUS_ERROR_MEMORY_(?:FAULT|APERTURE_VIOLATION)",
         ("illegal memory access", "IllegalAddress", "ILLEGAL_ADDRESS", "misaligned address", "Illegal Address",
          "illegal instruction", "IllegalInstruction", "ILLEGAL_INSTRUCTION",
-         "Memory access fault", "HSA_STATUS_ERROR_MEMORY"),
+         "Memory access fault", "HSA_STATUS_ERROR_MEMORY"), any_level=True,
         example="RuntimeError: CUDA error: an illegal memory access was encountered"),
     sig("kernel_assertion", C.CUDA_DEVICE_ASSERT, 78,
         r"(?:block: \[\d+, ?\d+, ?\d+\], thread: \[\d+, ?\d+, ?\d+\]|\.cuh?:\d+:).*Assertion .+ failed",

@@ -10,6 +10,7 @@ Patterns are searched in a line's message, with its timestamp/rank/level prefix 
 
 from __future__ import annotations
 
+from orchestrator.knowledge.kinds import states_not_guesses
 from orchestrator.knowledge.patterns import Signature, sig
 from orchestrator.knowledge.rows_device import DEVICE_ROWS
 from orchestrator.knowledge.worded import WORDED
@@ -138,7 +139,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"(?:oom|out[- ]of[- ]memory)|memory monitor.{0,80}kill|due to (?:host|system|node) (?:memory|OOM)"
         r"|worker.{0,60}killed.{0,60}(?:memory|OOM)|killed due to memory pressure|memory usage threshold.{0,200}\bkill",
         ("oom", "OOM", "Oom", "Out of memory", "memory monitor", "memory", "killed"), any_level=True,
-        example="Out of memory: Killed process 12345 (python3) total-vm:812345678kB"),
+        vocabulary=states_not_guesses, example="Out of memory: Killed process 12345 (python3) total-vm:812345678kB"),
     # Ray's memory monitor names its kill an OutOfMemoryError; the memory is the host's, and the process was killed.
     sig("host_memory_kill", C.PROCESS_KILLED, 82, r"(?i)killed due to the node running low on memory",
         "running low on memory", any_level=True,
@@ -155,7 +156,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"^Killed\b|\d Killed\s|\bKilled\s*$|\b[Ss]ignal 9\b|(?<!-9 \()SIGKILL"
         r"|(?i:exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*(?:-9|137)\b|exitcode[:=] ?-9\b"
         r"|return ?code[:= ]*(?:-9|137)\b)",
-        ("Killed", "ignal 9", "SIGKILL", "exit", "Exit", "EXIT", "code"), example="Killed"),
+        ("Killed", "ignal 9", "SIGKILL", "exit", "Exit", "EXIT", "code"), vocabulary=states_not_guesses,
+        example="Killed"),
     sig("traceback", C.PYTHON_EXCEPTION_OTHER, 4, r"Traceback \(most recent call last\)", "Traceback",
         example="Traceback (most recent call last):"),
     sig("child_failed", C.UNKNOWN, 5,
@@ -164,9 +166,10 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|WorkerProc (?:hit an exception|failed)|Worker \S+ pid \d+ died|died, exit code|exited unexpectedly"
         r"|scheduler is dead|(?:has|have) died\b|\bis dead\b|exit(?:ed)? (?:with )?(?:code|status)[: =]+[1-9]\d*\b"
         r"|returned non-zero exit status|exitcode[:=] ?[1-9]|(?i:see (?:the )?root cause above)"
-        r"|\bdied unexpectedly\b|\bdied\b,? (?:with|shutting down)|\bdied during (?:initiali[sz]ation|start-?up)\b",
+        r"|\bdied unexpectedly\b|\bdied\b,? (?:with|shutting down)|\bdied during (?:initiali[sz]ation|start-?up)\b"
+        r"|\bdied or was killed\b|\bunexpectedly exits\b",
         ("sigquit", "SIGQUIT", "Child process", "crashed", "failed to start", "initialization failed", "WorkerProc",
-         "died", "exited unexpectedly", "is dead", "exit", "root cause above"), generic=True,
+         "died", "exited unexpectedly", "is dead", "exit", "root cause above", "unexpectedly exits"), generic=True,
         example="Received sigquit from a child process. It usually means the child failed."),
     *WORDED,
 )

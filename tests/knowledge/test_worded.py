@@ -365,6 +365,15 @@ def test_the_cuda_failure_behind_an_nccl_error_is_its_cause() -> None:
         ([*TB, "ValueError: GGUF model with architecture qwen3moe is not supported yet."], C.UNSUPPORTED_CONFIG, -1),
         ([*TB, "ValueError: GGUF architecture 'qwen35' is not supported (known: ['gemma4'])"],
          C.UNSUPPORTED_CONFIG, -1),
+        # Causes listed as possibilities are guesses: Ray's dead-worker notice names no kill.
+        (["(raylet) A worker died or was killed while executing a task by an unexpected system error. Worker exit "
+          "type: SYSTEM_ERROR There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer "
+          "due to high memory usage. (2) ray stop --force is called."], C.UNKNOWN, 0),
+        # ... while a CUDA fault is one at any level, here a WARNING that came after the dead worker's notice.
+        (["(raylet) A worker died or was killed while executing a task by an unexpected system error. There are some "
+          "potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage.",
+          "(WorkerDict pid=9) WARNING 02-21 04:32:47 model_runner_base.py:143] Failed to pickle inputs of failed "
+          "execution: CUDA error: an illegal memory access was encountered"], C.ILLEGAL_MEMORY_ACCESS, 1),
         # transformers cannot find the tokenizer class the checkpoint names.
         ([*TB, "ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently imported."],
          C.TOKENIZER_OR_TEMPLATE_ERROR, -1),
