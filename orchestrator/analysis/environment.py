@@ -7,15 +7,11 @@ about them, and "not recorded -> abc123" after a nightly upgrade is not somethin
 
 from __future__ import annotations
 
-import re
-
 from orchestrator.analysis.inputs import SweepView
+from orchestrator.planning.installs import RECORDED_SINCE_BUILDS
 
 EnvPairs = dict[str, tuple[str | None, str | None]]
 """Name -> (before, after), None where that sweep has no value."""
-
-_RECORDED_SINCE = re.compile(r"^sglang-(build|commit)(\[[^\]]+\])?$")
-"""Keys a sweep may lack because it was recorded before the tool kept them, or the host could not say."""
 
 
 def env_diff(a: SweepView, b: SweepView) -> EnvPairs:
@@ -33,7 +29,7 @@ def env_not_recorded(a: SweepView, b: SweepView) -> EnvPairs:
 
 
 def _unrecorded(name: str, pair: tuple[str | None, str | None]) -> bool:
-    return None in pair and _RECORDED_SINCE.match(name) is not None
+    return None in pair and RECORDED_SINCE_BUILDS.match(name) is not None
 
 
 def _facts(view: SweepView) -> dict[str, str | None]:

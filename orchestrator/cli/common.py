@@ -16,9 +16,6 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-# Re-exported for `run`, which imports them from here; classify and repro take them from formats.
-from orchestrator.cli.formats import FORMAT_HELP as FORMAT_HELP
-from orchestrator.cli.formats import json_wanted as json_wanted
 from orchestrator.config.model import HostConfig
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.report.table import term_lines

@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 import typer
 from rich.console import Console
 
-from orchestrator.cli.common import FORMAT_HELP, exits_on_error, json_wanted, make_console, open_store, resolve_host
+from orchestrator.cli.common import exits_on_error, make_console, open_store, resolve_host
+from orchestrator.cli.formats import FORMAT_HELP, json_wanted
 from orchestrator.cli.root import app
 from orchestrator.config.model import HostConfig, Matrix
 from orchestrator.matrix.argv import cell_from_argv

@@ -21,8 +21,9 @@ class InstallChange:
         return f"{self.key} {self.recorded or 'unknown'} -> {self.now or 'unknown'}"
 
 
-_SINCE_BUILDS = re.compile(r"^sglang-(build|commit)(\[[^\]]+\])?$")
-"""Keys preflight records since builds are: a sweep recorded before them says nothing about them."""
+RECORDED_SINCE_BUILDS = re.compile(r"^sglang-(build|commit)(\[[^\]]+\])?$")
+"""Keys preflight records since builds are: a sweep recorded before them (or on a host that could not say) says
+nothing about them."""
 
 
 def install_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[InstallChange]:
@@ -35,7 +36,7 @@ def install_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> 
     changes = []
     for key in sorted(set(recorded) | set(current)):
         then, now = recorded.get(key), current.get(key)
-        if then is None and _SINCE_BUILDS.match(key):
+        if then is None and RECORDED_SINCE_BUILDS.match(key):
             continue
         if (str(then) if then is not None else None) != (str(now) if now is not None else None):
             changes.append(InstallChange(key, None if then is None else str(then), None if now is None else str(now)))
