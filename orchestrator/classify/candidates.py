@@ -17,7 +17,7 @@ from orchestrator.classify.phase import traceback_of
 from orchestrator.classify.structure import Shape, shape_of
 from orchestrator.classify.survival import last_activity_line_no, ready_line_no, survived
 from orchestrator.harvest.records import Evidence, Hit, LogLine, TracebackRecord
-from orchestrator.knowledge.kinds import quotes_another
+from orchestrator.knowledge.kinds import hedges, quotes_another
 from orchestrator.knowledge.lines import parse, strip_ansi
 from orchestrator.knowledge.markers import REQUEST_HANDLER
 from orchestrator.knowledge.patterns import Signature
@@ -73,11 +73,16 @@ class Candidate:
         tb = self.traceback
         return tb is None or tb.exception_line is None or tb.exception_line.line_no != self.line.line_no
 
-    def rank(self) -> tuple[int, int, int, int, int]:
+    @property
+    def hedged(self) -> bool:
+        """The line hedges what it reports (`returned 0, likely a timeout`)."""
+        return hedges(parse(strip_ansi(self.line.text)).body)
+
+    def rank(self) -> tuple[int, int, int, int, int, int]:
         """Sort key part: more specific first; among equals, a line that says something, then one that states the
-        failure first-hand rather than quoting it from another process, then the exception line itself rather than
-        a wrapper or code line."""
-        return (-self.specificity, int(self.bare), int(self.quoting), int(self.loose),
+        failure outright rather than hedging it, then first-hand rather than quoting it from another process, then
+        the exception line itself rather than a wrapper or code line."""
+        return (-self.specificity, int(self.bare), int(self.hedged), int(self.quoting), int(self.loose),
                 -int(self.leads and not self.generic))
 
 

@@ -73,6 +73,16 @@ _GUESSES = re.compile(r"(?i)\b(?:potential|possible|common|likely) (?:root )?cau
 killed by SIGKILL by OOM killer ... (2) ray stop --force is called`): what it names is a guess, not a statement."""
 
 
+_HEDGED = re.compile(r"(?i)\b(?:likely|probably|possibly|perhaps|presumably|might be|may be|could be)\b")
+"""A statement that hedges what it reports (c10d's `poll for socket returned 0, likely a timeout`): another line that
+states the same failure outright (`timed out after 1800000ms`) says more."""
+
+
+def hedges(message: str) -> bool:
+    """Whether a message (prefix removed) hedges the failure it reports."""
+    return _HEDGED.search(message) is not None
+
+
 def states_not_guesses(message: str) -> bool:
     """Whether a message (prefix removed) states what happened rather than listing possible causes."""
     return _GUESSES.search(message) is None

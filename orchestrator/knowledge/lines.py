@@ -66,10 +66,11 @@ _DECORATION = re.compile(
     r"|[A-Za-z0-9][\w.\-]{0,62}[ \t]*\|(?:[ \t]|$)|<(?:stdout|stderr)>:[ \t]?"
     r"|\{[\w.\-]+=\"[^\"]*\"(?:,\s*[\w.\-]+=\"[^\"]*\")*\}[ \t]+"
     r"|(?=[\w.]*[\d\-])[A-Za-z0-9][\w.\-/]{0,120}[ \t]+>>[ \t]"
+    r"|[\"'\u201c\u2018](?=(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b)"
 )
 """What a carrier adds around a line: CRI stream tag, quote mark, markdown, a compose service gutter, a colour code
 whose escape byte a paste lost (`[36m`), an MPI launcher's `<stderr>:`, a log store's label set (`{pod="vllm-0"}`), a
-log viewer's source before `>>` (`my-pod-0 >> `)."""
+log viewer's source before `>>` (`my-pod-0 >> `), a quote mark that opens a quoted exception (`"RuntimeError: ...`)."""
 _TASK_LABEL = re.compile(r"(?:\d{1,5}|(?=[a-z0-9.\-/]*[\d\-])[a-z][a-z0-9.\-]{0,62}(?:/[a-z][a-z0-9.\-]{0,62})?): "
                          r"(?=\S|[ \t]+\S)")
 """A task or host label of srun --label, pdsh or a parallel shell (`3: `, `gpu-node-3: `, a pod and its container

@@ -31,7 +31,7 @@ DEVICE_ROWS: tuple[Signature, ...] = (
     sig("argparse_error", C.INVALID_ARGUMENT, 90,
         r"^[\w.\-/ ]{1,60}: error: (?:unrecognized arguments|argument |the following arguments are required"
         r"|ambiguous option|invalid choice|expected (?:one|at least one) argument|one of the arguments|not allowed)",
-        ": error: ", phase=P.ARG_PARSE,
+        ": error: ", phase=P.ARG_PARSE, any_level=True,
         example="sglang serve: error: argument --attention-backend: invalid choice: 'foo' (choose from 'fa3')"),
     sig("not_divisible", C.INVALID_ARGUMENT, 55, r"(?:must|should) be divisible by|is not divisible by",
         "divisible", phase=P.ARG_PARSE,
@@ -201,6 +201,14 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         "NCCL WARN", in_warnings=True,
         example="h1:139:1092 [7] socket.c:485 NCCL WARN socketStartConnect: Connect to 10.0.0.2<38455> failed : "
         "Software caused connection abort"),
+    # A CUDA call that failed inside a collective's own kernel (vLLM's and SGLang's custom all-reduce print
+    # `Failed: Cuda error <file>:<line> '<reason>'`, with no level): the distributed runtime failed, at any level. A
+    # reason that names a cause of its own (out of memory, an illegal access) is told by those rows, which rank higher.
+    sig("collective_cuda_error", C.NCCL_ERROR, 74,
+        r"(?i:cuda (?:error|failure)) \S*(?i:all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|nccl|collective)"
+        r"\S*:\d+",
+        ("uda error", "uda failure", "UDA error"), any_level=True,
+        example="Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:455 'invalid argument'"),
     sig("dist_init_failed", C.NCCL_ERROR, 60,
         r"DistNetworkError|(?:c10d|TCPStore|gloo).{0,80}(?:Connection refused|timed? ?out|failed)"
         r"|init_process_group.{0,60}(?:failed|timed? ?out)",
@@ -224,6 +232,14 @@ DEVICE_ROWS: tuple[Signature, ...] = (
          "is undefined", "cicc", "ompilation", "error: command", "PassManager", "ompiling", "uilding", "DSL", "dsl",
          "MLIRError"),
         example="RuntimeError: Ninja build failed. Ninja output:"),
+    # Ascend's CANN reports an operator compiler that does not start in its error trace (`[Init][Compiler]Init
+    # compiler failed`, `OpCompileProcessor init failed!`), lines it prints without a level and often indented: the
+    # kernels cannot be built, whatever the line looks like.
+    sig("op_compiler_init_failed", C.KERNEL_JIT_ERROR, 74,
+        r"(?i:\binit(?:iali[sz]e)? compiler failed|\bcompiler init(?:iali[sz]ation)? failed)"
+        r"|OpCompile\w* init(?:iali[sz]ation)? failed",
+        ("compiler failed", "Compiler failed", "init failed", "initialization failed"), any_level=True,
+        example="[Init][Compiler]Init compiler failed[FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]"),
     # A compiler run as a subprocess (Triton's helper build, torch extensions, JIT kernels) that failed: Python's
     # CalledProcessError wording, also where a warning reports it (SGLang skips a model module whose import built
     # one, and the model then looks unsupported).

@@ -81,7 +81,7 @@ SIGNATURES: tuple[Signature, ...] = (
     sig("chat_template_error", C.TOKENIZER_OR_TEMPLATE_ERROR, 65,
         r"jinja2\.exceptions\.\w+|TemplateError|TemplateSyntaxError|ChatTemplate\w*Error|(?i:chat[ _]template.{0,80}"
         r"(?:error|not found|not set|invalid|missing|failed|does not exist|no longer allowed|must provide|does not "
-        r"define))|(?i:no chat template)",
+        r"define|is not a (?:built-in|valid|registered|known)))|(?i:no chat template)",
         ("jinja2", "Template", "template"),
         example="jinja2.exceptions.TemplateError: Conversation roles must alternate user/assistant/user/assistant"),
     # The server's own warm-up request.
@@ -127,7 +127,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Segmentation fault|SIGSEGV|SIGABRT|SIGBUS|Caught signal (?:11|6|7|4|8)\b|Fatal Python error|core dumped"
         r"|terminate called after throwing",
         ("Segmentation fault", "SIGSEGV", "SIGABRT", "SIGBUS", "Caught signal", "Fatal Python error", "core dumped",
-         "terminate called"),
+         "terminate called"), vocabulary=states_not_guesses,
         example="Fatal Python error: Segmentation fault"),
     sig("scheduler_exception", C.PYTHON_EXCEPTION_OTHER, 18, r"\w hit an exception", "hit an exception",
         generic=True, example="Scheduler hit an exception: Traceback (most recent call last):"),

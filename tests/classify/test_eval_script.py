@@ -46,7 +46,9 @@ def test_real_logs_are_labelled_in_the_fixture_format() -> None:
         assert label["category"] in CATEGORIES, label["id"]
         assert "#" in label["source"] and label["notes"], label["id"]
         lines = (REAL_LOGS / f"{label['id']}.log").read_text(encoding="utf-8", errors="replace").split("\n")
-        assert label["root_cause_line"] in lines, label["id"]
+        # A healthy log may designate no line (as the shared fixtures do): a healthy verdict is then all it asks.
+        root = label["root_cause_line"]
+        assert root in lines or (root is None and label["category"] == "healthy"), label["id"]
 
 
 def test_floors_on_every_labelled_set() -> None:

@@ -1,0 +1,59 @@
+"""Failures stated where the line's shape hides them (indentation, a quote mark, no level, a hedge), read through the
+whole harvest and verdict; each case is a family of messages, not one log's text."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.classify.verdict import classify
+from orchestrator.harvest.evidence import extract_evidence
+from orchestrator.model import Category
+
+C = Category
+TB = ['Traceback (most recent call last):', '  File "/app/x.py", line 3, in main', "    run()"]
+
+
+@pytest.mark.parametrize(
+    ("lines", "category", "root"),
+    [
+        # argparse ends the program whatever the indentation of a paste.
+        (["    launch_server.py: error: unrecognized arguments: --speculative-model [ngram] --tp-size 2"],
+         C.INVALID_ARGUMENT, 0),
+        (["  api_server.py: error: argument --dtype: invalid choice: 'fp9' (choose from 'auto', 'half')"],
+         C.INVALID_ARGUMENT, 0),
+        # A quote mark opening a quoted exception is the paste's, not the message's.
+        (['"RuntimeError: Chat template foo/bar.jinja is not a built-in template name'],
+         C.TOKENIZER_OR_TEMPLATE_ERROR, 0),
+        (["\u201cValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8)"],
+         C.INVALID_ARGUMENT, 0),
+        # Ascend's op compiler that does not start: indented, no level, first line of its trace the cause.
+        (["        [Init][Compiler]Init compiler failed[FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]",
+          "        [Set][Options]OpCompileProcessor init failed![FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]"],
+         C.KERNEL_JIT_ERROR, 0),
+        # A CUDA call failing inside a collective's kernel, printed with no level, before the worker's death notice.
+        (["Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:455 'invalid argument'",
+          "(EngineCore pid=9) ERROR 09-10 09:37:41 [multiproc_executor.py:314] Worker proc VllmWorker-0 died "
+          "unexpectedly (exit code: None), shutting down executor."], C.NCCL_ERROR, 0),
+        # ... while the reason it names still decides when it names one.
+        (["Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'an illegal memory access was encountered'"],
+         C.ILLEGAL_MEMORY_ACCESS, 0),
+        # Of two statements of one failure, the one that states it outright beats the one that hedges.
+        (["[rank1]:[W623 15:37:01.8 socket.cpp:460] [c10d] waitForInput: poll for socket SocketImpl(fd=100, "
+          "addr=[n0]:43590, remote=[n0]:20000) returned 0, likely a timeout",
+          "[rank1]:[W623 15:37:01.8 socket.cpp:485] [c10d] waitForInput: socket SocketImpl(fd=100, addr=[n0]:43590, "
+          "remote=[n0]:20000) timed out after 1800000ms"], C.HANG_OR_TIMEOUT, 1),
+    ],
+)
+def test_a_failure_stated_in_a_disguised_line(lines: list[str], category: Category, root: int) -> None:
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (category, lines[root])
+
+
+def test_a_crash_listed_among_possible_causes_is_no_crash() -> None:
+    lines = [*TB, "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+             "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Some common causes "
+             "include: (1) the process was killed by the OOM killer due to high memory usage, (2) ray stop --force "
+             "was called, or (3) the worker crashed unexpectedly due to SIGSEGV or another unexpected error."]
+    evidence = extract_evidence(lines)
+    assert "native_crash" not in {h.signature for h in evidence.hits}
+    assert classify(evidence).category is C.UNKNOWN
