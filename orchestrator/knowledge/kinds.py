@@ -30,12 +30,14 @@ _CUDA_ERROR = re.compile(
 _DIGITS = re.compile(r"\d+")
 _QUOTES_ANOTHER = re.compile(
     r"^(?:[\w.]+\.)?\w*(?:EngineDead|ActorDied|RayTask|WorkerCrashed|ActorUnavailable)\w*(?:Error|Exception)\b"
+    r"(?=.*?(?:\b[A-Z]\w*(?:Error|Exception)\b|(?i:original error|creation task|stack ?trace)))"
     r"|(?i:inspect the stack ?trace to find the original error|(?:see|check) the stack ?trace above"
     r"|see root cause above)"
 )
 """A message that reports a failure elsewhere by quoting it (`EngineDeadError: Engine loop is not running ...:
 OutOfMemoryError(...)`, `Worker failed with error '...', please check the stack trace above`): the quoted failure is
-stated first-hand on another line."""
+stated first-hand on another line. A wrapper that carries no other failure (`ActorDiedError: The actor died
+unexpectedly before finishing this task.`) quotes nothing: it is itself the statement."""
 
 
 def is_warning(p: Parsed, message: str) -> bool:
