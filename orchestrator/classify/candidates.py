@@ -132,8 +132,10 @@ def _request_scoped(cand: Candidate) -> bool:
 
 
 def _survived(cand: Candidate, ready: int | None, activity: int | None) -> bool:
-    # A statement that something died (a follow-up) is never outlived, whatever the lines after it show.
-    recoverable = cand.category in RECOVERABLE and not cand.generic
+    # A statement that something died (a follow-up) is never outlived, whatever the lines after it show; except one
+    # connection's end (a client that hung up, a cancelled request), which serving after it shows the server outlived.
+    connection = cand.shape is not None and cand.shape.connection_scoped
+    recoverable = (cand.category in RECOVERABLE and not cand.generic) or connection
     return survived(cand.line.line_no, ready=ready, activity=activity, recoverable=recoverable)
 
 

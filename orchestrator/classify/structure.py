@@ -17,6 +17,11 @@ CONSEQUENCES = re.compile(
     r"|ProcessExitedException|EngineDeadError|EngineGenerateError)$"
 )
 """Exceptions that say another process already died or this one was told to stop: follow-ups, never a cause."""
+CONNECTION_SCOPED = re.compile(
+    r"(?:^|\.)(?:BrokenPipeError|ConnectionResetError|ConnectionAbortedError|CancelledError)$"
+)
+"""Of those, the ones a single connection or request ends with (a client that hung up, a cancelled request's task):
+a server that goes on serving after one outlived it."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,11 @@ class Shape:
     def consequence(self) -> bool:
         """Whether the exception only reports a death elsewhere (a broken pipe, a dead actor)."""
         return self.exception_type is not None and CONSEQUENCES.search(self.exception_type) is not None
+
+    @property
+    def connection_scoped(self) -> bool:
+        """Whether the exception ends one connection or request only (a client gone, a cancelled task)."""
+        return self.exception_type is not None and CONNECTION_SCOPED.search(self.exception_type) is not None
 
 
 def exception_type(exception: str | None) -> str | None:

@@ -58,3 +58,17 @@ def test_a_crash_listed_among_possible_causes_is_no_crash() -> None:
     assert "native_crash" not in {h.signature for h in evidence.hits}
     # The wrapper names no other failure, so it quotes nothing: its own line states what died.
     assert (classify(evidence).category, classify(evidence).root_cause_line) == (C.UNKNOWN, lines[3])
+
+
+READY = "[2025-06-25 14:01:42] The server is fired up and ready to roll!"
+SERVING = "[2025-06-25 14:02:05] INFO:     127.0.0.1:5000 - \"POST /generate HTTP/1.1\" 200 OK"
+
+
+@pytest.mark.parametrize("exception", ["asyncio.exceptions.CancelledError", "BrokenPipeError: [Errno 32] Broken pipe",
+                                       "ConnectionResetError: [Errno 104] Connection reset by peer"])
+def test_one_connection_ending_is_outlived_by_a_server_that_goes_on(exception: str) -> None:
+    tail = ["[2025-06-25 14:02:00] ERROR:    Traceback (most recent call last):",
+            '  File "/usr/lib/python3.10/asyncio/streams.py", line 3, in drain', exception]
+    assert classify(extract_evidence([READY, *tail, SERVING])).category is C.HEALTHY
+    # With nothing served after it, the server did not go on.
+    assert classify(extract_evidence([READY, *tail])).category is not C.HEALTHY
