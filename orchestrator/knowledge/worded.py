@@ -77,6 +77,13 @@ WORDED: tuple[Signature, ...] = (
          "init_process_group", "torch.distributed", "DistStore", "MASTER_ADDR"), any_level=True,
         example="RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error / connectFullMesh "
         "failed"),
+    # The KV transfer engine of prefill/decode disaggregation (Mooncake, NIXL, Ascend's) moves the cache between
+    # servers over RDMA: one that does not start is the distributed runtime failing, like a rendezvous that fails.
+    sig("kv_transfer_engine_init", C.NCCL_ERROR, 62,
+        r"(?i:\b(?:mooncake|nixl|(?:kv[ _-]?)?transfer[ _-]?engine)\b.{0,80}\b(?:initiali[sz]ation|init|start(?:up)?)\b"
+        r".{0,20}\b(?:failed|error)\b)",
+        ("ooncake", "OONCAKE", "ixl", "IXL", "ransfer", "RANSFER"), phase=P.MODEL_LOAD,
+        example="RuntimeError: Ascend Transfer Engine initialization failed."),
     sig("c10d_wait_timeout", C.HANG_OR_TIMEOUT, 66,
         r"waitForInput.{0,200}(?i:tim(?:ed? ?out|eout))|\bSocket Timeout\b", ("waitForInput", "Socket Timeout"),
         any_level=True,

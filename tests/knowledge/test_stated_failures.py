@@ -37,6 +37,9 @@ TB = ['Traceback (most recent call last):', '  File "/app/x.py", line 3, in main
         # ... while the reason it names still decides when it names one.
         (["Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'an illegal memory access was encountered'"],
          C.ILLEGAL_MEMORY_ACCESS, 0),
+        # The KV transfer engine of disaggregated serving that does not start is the distributed runtime failing.
+        ([*TB, "RuntimeError: Ascend Transfer Engine initialization failed."], C.NCCL_ERROR, -1),
+        ([*TB, "RuntimeError: Mooncake transfer engine init failed: no RDMA device"], C.NCCL_ERROR, -1),
         # Of two statements of one failure, the one that states it outright beats the one that hedges.
         (["[rank1]:[W623 15:37:01.8 socket.cpp:460] [c10d] waitForInput: poll for socket SocketImpl(fd=100, "
           "addr=[n0]:43590, remote=[n0]:20000) returned 0, likely a timeout",
