@@ -135,6 +135,8 @@ def _survived(cand: Candidate, ready: int | None, activity: int | None) -> bool:
     # A statement that something died (a follow-up) is never outlived, whatever the lines after it show; except one
     # connection's end (a client that hung up, a cancelled request), which serving after it shows the server outlived.
     connection = cand.shape is not None and cand.shape.connection_scoped
+    if cand.shape is not None and cand.shape.operator_stop and ready is not None and cand.line.line_no > ready:
+        return True  # stopped by hand (Ctrl-C) once ready: the run ended, nothing failed
     recoverable = (cand.category in RECOVERABLE and not cand.generic) or connection
     return survived(cand.line.line_no, ready=ready, activity=activity, recoverable=recoverable)
 

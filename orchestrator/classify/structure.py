@@ -22,6 +22,8 @@ CONNECTION_SCOPED = re.compile(
 )
 """Of those, the ones a single connection or request ends with (a client that hung up, a cancelled request's task):
 a server that goes on serving after one outlived it."""
+OPERATOR_STOP = re.compile(r"(?:^|\.)(?:KeyboardInterrupt|SystemExit)$")
+"""A stop someone asked for (Ctrl-C, an exit): after the server was ready, the end of a run, not a failure."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,11 @@ class Shape:
     def consequence(self) -> bool:
         """Whether the exception only reports a death elsewhere (a broken pipe, a dead actor)."""
         return self.exception_type is not None and CONSEQUENCES.search(self.exception_type) is not None
+
+    @property
+    def operator_stop(self) -> bool:
+        """Whether the exception is a stop someone asked for (Ctrl-C, an exit)."""
+        return self.exception_type is not None and OPERATOR_STOP.search(self.exception_type) is not None
 
     @property
     def connection_scoped(self) -> bool:

@@ -75,3 +75,12 @@ def test_one_connection_ending_is_outlived_by_a_server_that_goes_on(exception: s
     assert classify(extract_evidence([READY, *tail, SERVING])).category is C.HEALTHY
     # With nothing served after it, the server did not go on.
     assert classify(extract_evidence([READY, *tail])).category is not C.HEALTHY
+
+
+def test_a_stop_by_hand_once_ready_is_the_end_of_a_run_not_a_failure() -> None:
+    stop = ["Traceback (most recent call last):", '  File "/usr/lib/python3.10/asyncio/runners.py", line 44, in run',
+            "KeyboardInterrupt"]
+    assert classify(extract_evidence([READY, SERVING, *stop])).category is C.HEALTHY
+    # Interrupted before the server was ever ready, the start-up did not finish.
+    loading = "[2025-06-25 14:00:00 TP0] Load weight begin. avail mem=78.38 GB"
+    assert classify(extract_evidence([loading, *stop])).category is not C.HEALTHY
