@@ -89,6 +89,9 @@ _MESSAGE_START = re.compile(
 )
 _TAG_LEVEL = re.compile(rf"[\[(]({_LEVEL})[\])]")
 _CLOSING = re.compile(r"(?:`{1,3}|\*\*)\s*$")
+_FLAT_TAG = re.compile(r" \[(?:rank|default)\d+\]: ")
+"""A rank tag inside a line: a paste that lost its line breaks joined a rank's traceback into one line."""
+_FLAT_MIN_TAGS = 3
 _TB_EXCEPTION = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(:\s.*|:)?\s*$")
 _EXC_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Iteration", "Failed", "Failure", "Fault", "Warning")
 
@@ -156,7 +159,24 @@ def parse(text: str) -> Parsed:
     body = text[pos:]
     if decorated:
         body = _CLOSING.sub("", body)
+    if "]: " in body:
+        body = _unflattened(body)
     return Parsed(body, ts, level, key, style)
+
+
+def _unflattened(body: str) -> str:
+    """Of a traceback whose line breaks a paste lost (`... [rank0]: File "x.py", line 3 ... [rank0]: ValueError: x
+    [rank0]: <hint>`), the message is its exception statement, the last piece that opens with an exception."""
+    tags = list(_FLAT_TAG.finditer(body))
+    if len(tags) < _FLAT_MIN_TAGS:
+        return body
+    end = len(body)
+    for tag in reversed(tags):
+        piece = body[tag.end() : end].strip()
+        if EXCEPTION_START_RE.match(piece):
+            return piece
+        end = tag.start()
+    return body
 
 
 def _json_line(text: str) -> str | None:

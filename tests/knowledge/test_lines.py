@@ -276,3 +276,15 @@ def test_a_task_label_is_a_prefix_only_where_a_line_or_a_layer_starts() -> None:
     assert parse("[2025-01-01 10:00:00] node-1: KeyError: 'x'").body == "KeyError: 'x'"
     # After indentation it is code or a listing (a Rust backtrace's frame number).
     assert parse("    0: rust_begin_unwind").body == "    0: rust_begin_unwind"
+
+
+def test_a_traceback_whose_line_breaks_a_paste_lost_states_its_exception() -> None:
+    flat = (
+        'config, ) [rank0]: ^^^^^^ [rank0]: File "/x/worker.py", line 203, in load_model [rank0]: self.load() '
+        "[rank0]: RuntimeError: HIP error: invalid device function [rank0]: HIP kernel errors might be "
+        "asynchronously reported at some other API call"
+    )
+    assert parse(flat).body == "RuntimeError: HIP error: invalid device function"
+    # A line with a rank tag or two inside is an ordinary message.
+    line = "loaded [rank0]: ok and [rank1]: ValueError: x"
+    assert parse(line).body == line

@@ -84,3 +84,15 @@ def test_a_stop_by_hand_once_ready_is_the_end_of_a_run_not_a_failure() -> None:
     # Interrupted before the server was ever ready, the start-up did not finish.
     loading = "[2025-06-25 14:00:00 TP0] Load weight begin. avail mem=78.38 GB"
     assert classify(extract_evidence([loading, *stop])).category is not C.HEALTHY
+
+
+def test_a_flattened_traceback_is_classified_and_its_line_is_the_root() -> None:
+    flat = (
+        'config, ) [rank0]: ^^^^^^ [rank0]: File "/x/worker.py", line 203, in load_model [rank0]: self.load() '
+        "[rank0]: RuntimeError: HIP error: invalid device function [rank0]: HIP kernel errors might be "
+        "asynchronously reported at some other API call"
+    )
+    verdict = classify(extract_evidence(["INFO 04-27 07:30:19 __init__.py:179] Automatically detected platform rocm.",
+                                         flat]))
+    assert verdict.category is Category.KERNEL_NOT_SUPPORTED_ON_ARCH
+    assert verdict.root_cause_line == flat
