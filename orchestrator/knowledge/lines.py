@@ -92,6 +92,10 @@ _CLOSING = re.compile(r"(?:`{1,3}|\*\*)\s*$")
 _FLAT_TAG = re.compile(r" \[(?:rank|default)\d+\]: ")
 """A rank tag inside a line: a paste that lost its line breaks joined a rank's traceback into one line."""
 _FLAT_MIN_TAGS = 3
+_FLAT_EXCEPTION = re.compile(
+    r"\s((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure|Failed|Fault)(?:\(\w+\))?: \S.*)$"
+)
+"""An exception statement after a frame on the same line: a traceback whose line breaks were lost."""
 _TB_EXCEPTION = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(:\s.*|:)?\s*$")
 _EXC_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Iteration", "Failed", "Failure", "Fault", "Warning")
 
@@ -161,6 +165,8 @@ def parse(text: str) -> Parsed:
         body = _CLOSING.sub("", body)
     if "]: " in body:
         body = _unflattened(body)
+    if '", line ' in body:
+        body = _after_frames(body)
     return Parsed(body, ts, level, key, style)
 
 
@@ -177,6 +183,15 @@ def _unflattened(body: str) -> str:
             return piece
         end = tag.start()
     return body
+
+
+def _after_frames(body: str) -> str:
+    """The exception statement that follows a traceback's last frame on the same line, else the body."""
+    ends = [m.end() for m in FRAME_RE.finditer(body)]
+    if not ends:
+        return body
+    stated = _FLAT_EXCEPTION.search(body, ends[-1])
+    return stated.group(1) if stated else body
 
 
 def _json_line(text: str) -> str | None:

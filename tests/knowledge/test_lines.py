@@ -288,3 +288,16 @@ def test_a_traceback_whose_line_breaks_a_paste_lost_states_its_exception() -> No
     # A line with a rank tag or two inside is an ordinary message.
     line = "loaded [rank0]: ok and [rank1]: ValueError: x"
     assert parse(line).body == line
+
+
+def test_an_exception_after_a_frame_on_the_same_line_is_the_message() -> None:
+    flat = (
+        "ray.exceptions.RayTaskError(ValueError): ray::W.init() (pid=1, ip=10.0.0.1) "
+        'File "/x/y.py", line 3, in f ValueError: The max seq len (32768) is larger than the KV cache (16384).'
+    )
+    assert parse(flat).body == "ValueError: The max seq len (32768) is larger than the KV cache (16384)."
+    # A frame alone, or a frame and its code, stays what it is.
+    frame = '  File "/x/y.py", line 3, in f'
+    assert parse(frame).body == frame
+    code = 'File "/x/y.py", line 3, in f raise ValueError(msg)'
+    assert parse(code).body == code
