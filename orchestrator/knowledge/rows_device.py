@@ -232,6 +232,13 @@ DEVICE_ROWS: tuple[Signature, ...] = (
          "is undefined", "cicc", "ompilation", "error: command", "PassManager", "ompiling", "uilding", "DSL", "dsl",
          "MLIRError"),
         example="RuntimeError: Ninja build failed. Ninja output:"),
+    # The toolchain a JIT build needs is missing (Triton's C compiler, torch extensions' CUDA_HOME or nvcc).
+    sig("jit_toolchain_missing", C.KERNEL_JIT_ERROR, 72,
+        r"Failed to find C compiler|CUDA_HOME environment variable is not set"
+        r"|(?i:(?:could not|cannot|can't|unable to|failed to) (?:find|locate) (?:the )?(?:a )?"
+        r"(?:nvcc|hipcc|cuda compiler|c\+\+ compiler|c compiler|ninja)\b)",
+        ("C compiler", "CUDA_HOME", "find", "locate"),
+        example="RuntimeError: Failed to find C compiler. Please specify via CC environment variable."),
     # Ascend's CANN reports an operator compiler that does not start in its error trace (`[Init][Compiler]Init
     # compiler failed`, `OpCompileProcessor init failed!`), lines it prints without a level and often indented: the
     # kernels cannot be built, whatever the line looks like.

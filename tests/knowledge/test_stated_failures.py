@@ -96,3 +96,16 @@ def test_a_flattened_traceback_is_classified_and_its_line_is_the_root() -> None:
                                          flat]))
     assert verdict.category is Category.KERNEL_NOT_SUPPORTED_ON_ARCH
     assert verdict.root_cause_line == flat
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: Failed to find C compiler. Please specify via CC environment variable.",
+        "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
+        "RuntimeError: Could not find nvcc and default cuda_home='/usr/local/cuda' doesn't exist",
+    ],
+)
+def test_a_missing_jit_toolchain_is_a_failed_jit_build(line: str) -> None:
+    tb = ["Traceback (most recent call last):", '  File "/x/build.py", line 3, in build', line]
+    assert classify(extract_evidence(tb)).category is Category.KERNEL_JIT_ERROR
