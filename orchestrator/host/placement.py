@@ -132,6 +132,7 @@ class LocalGpus:
         self.free_seen: dict[int, float] = {}
         self._survey = (float("-inf"), PortSurvey(frozenset(), (0, 0)))
         """When the host's ports were last surveyed (time.monotonic), and what the survey said."""
+        self._handed: set[int] = set()
 
     def facts(self) -> dict[str, str]:
         """GPU model, driver and compute capability, as nvidia-smi says."""
@@ -237,10 +238,14 @@ class LocalGpus:
         """
         grid = candidates(self.host.config.port_base)
         taken, survey = self._survey
-        ports = pick_free(survey, grid, count, avoid) if time.monotonic() - taken < PORT_SURVEY_REUSE_S else []
+        fresh = time.monotonic() - taken < PORT_SURVEY_REUSE_S
+        # Never a port handed out since the survey: a server of ours stopped on it may linger (ranks past SIGKILL).
+        ports = pick_free(survey, grid, count, {*avoid, *self._handed}) if fresh else []
         if len(ports) < count:
             self._survey = (time.monotonic(), parse_survey(self.host.sh(survey_command(grid), timeout=30).text))
+            self._handed = set()
             ports = pick_free(self._survey[1], grid, count, avoid)
+        self._handed.update(ports)
         if len(ports) < count:
             among = spaced_from(grid, avoid)
             raise HostBusy(f"only {len(ports)} of {count} ports free on {self.host.config.name} among {among}")
