@@ -6,10 +6,11 @@ on whichever host it runs (VERDICTS).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,12 +64,20 @@ def run_pool_sweep(root: Path, hosts_file: Path, db: Path) -> subprocess.Complet
     )  # fmt: skip
 
 
-def start_pool_sweep(root: Path, hosts_file: Path, db: Path) -> subprocess.Popen[str]:
-    """The pool's sweep in the background, in a session of its own (a signal reaches it alone), its output piped."""
-    return subprocess.Popen(
+@contextlib.contextmanager
+def pool_sweep_running(root: Path, hosts_file: Path, db: Path) -> Iterator[subprocess.Popen[str]]:
+    """The pool's sweep in the background, in a session of its own (a signal reaches it alone), its output piped;
+    killed when the block ends with it still running (a test that failed before it ended)."""
+    proc = subprocess.Popen(
         pool_sweep_argv(root, hosts_file, db), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env=cli_env(), start_new_session=True,
     )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def verdict_of(label: str) -> tuple[str, str]:

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import pytest
 
 from tests import sshd_host
-from tests.e2e.pool_support import pool_files, start_pool_sweep, verdict_of
+from tests.e2e.pool_support import pool_files, pool_sweep_running, verdict_of
 from tests.fault_harness import cli_env, our_processes, wait_for
 from tests.paths import REPO
 from tests.sshd_host import SshdHost, login_user
@@ -101,8 +101,7 @@ def test_a_signal_stops_each_run_on_its_own_host_and_nothing_else(
     _ssh(host_b, f"echo {B_PIDS_FROM} > /proc/sys/kernel/ns_last_pid")
     hosts_file, members = pool_files(tmp_path, namespaced_sshd, **MEMBER)
     db = tmp_path / "orchestrator.db"
-    proc = start_pool_sweep(tmp_path, hosts_file, db)
-    try:
+    with pool_sweep_running(tmp_path, hosts_file, db) as proc:
         wait_for(lambda: _in_flight_on(db, "b") is not None, 120, "a launch in flight on host b")
         pgid = _in_flight_on(db, "b")
         assert pgid is not None and pgid > B_PIDS_FROM, pgid
@@ -113,10 +112,6 @@ def test_a_signal_stops_each_run_on_its_own_host_and_nothing_else(
         assert _in_flight_on(db, "b") == pgid, "the run on b is still in flight when the signal lands"
         proc.send_signal(sig)  # the orchestrator only, as a terminal's Ctrl-C or a scheduler's SIGTERM
         out, _ = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     try:
         assert proc.returncode == 128 + sig.value, out
         assert "Traceback" not in out, out
@@ -157,17 +152,12 @@ def test_a_signal_names_the_host_it_could_not_reach_and_never_calls_its_gpus_fre
     two_sshd = sshd_pair()
     hosts_file, members = pool_files(tmp_path, two_sshd, **MEMBER)
     db = tmp_path / "orchestrator.db"
-    proc = start_pool_sweep(tmp_path, hosts_file, db)
-    try:
+    with pool_sweep_running(tmp_path, hosts_file, db) as proc:
         wait_for(lambda: _in_flight_on(db, "a") is not None and _in_flight_on(db, "b") is not None, 120,
                  "a launch in flight on each host")  # fmt: skip
         two_sshd[1].stop()  # host b is unreachable from now on; its server runs on
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     try:
         assert proc.returncode == 130, out
         assert "GPUs NOT verified free" in out and "GPUs verified free" not in out.replace("NOT verified", ""), out
