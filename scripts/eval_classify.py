@@ -71,7 +71,10 @@ class Scored:
     def root_ok(self) -> bool:
         if self.root_expected is None and self.label == "healthy":
             return self.got == "healthy"  # no line is designated: a healthy verdict has nothing more to find
-        return (self.root_got or "").strip() == (self.root_expected or "").strip()
+        # taxonomy.md: the labelled line is matched as a substring of the line found, whatever that line's prefix
+        # (a label may quote the message without its timestamp, rank or logger tag).
+        expected = (self.root_expected or "").strip()
+        return bool(expected) and expected in (self.root_got or "")
 
     @property
     def similar_ok(self) -> bool:

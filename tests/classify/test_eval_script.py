@@ -117,3 +117,16 @@ def test_a_healthy_label_without_a_line_is_found_by_a_healthy_verdict() -> None:
     assert ev.Scored("s", "x", "healthy", "healthy", None, "[ts] ready", "o/r#1").root_ok
     assert not ev.Scored("s", "x", "healthy", "cuda_oom", None, "OOM", "o/r#1").root_ok
     assert not ev.Scored("s", "x", "cuda_oom", "cuda_oom", None, "OOM", "o/r#1").root_ok
+
+
+def test_a_labelled_line_is_found_within_the_line_reported_whatever_its_prefix() -> None:
+    # taxonomy.md: the root-cause line is matched as a substring, whatever the prefix of the line found.
+    ev = _eval()
+    found = "(Worker pid=7) ERROR 01-01 00:00:00 [core.py:9] ValueError: max_model_len is larger than the derived one"
+    assert ev.Scored("s", "x", "invalid_argument", "invalid_argument",
+                     "ValueError: max_model_len is larger than the derived one", found, "o/r#1").root_ok
+    assert ev.Scored("s", "x", "invalid_argument", "invalid_argument", found, found, "o/r#1").root_ok
+    assert not ev.Scored("s", "x", "invalid_argument", "invalid_argument",
+                         "ValueError: max_model_len is larger than the derived one",
+                         "[core.py:9] Traceback (most recent call last):", "o/r#1").root_ok
+    assert not ev.Scored("s", "x", "invalid_argument", "invalid_argument", "   ", found, "o/r#1").root_ok
