@@ -67,6 +67,14 @@ SIGNATURES: tuple[Signature, ...] = (
         ("issing", "nexpected", "nused", "nknown", "nmatched", "not found", "not present", "not loaded",
          "not initialized", "mismatch", "load", "parameter named"), phase=P.MODEL_LOAD,
         example="ValueError: Missing weights in checkpoint: model.layers.0.mlp.experts.w13_weight_scale"),
+    # A LoRA adapter whose files are not where it was pointed (vLLM's `No adapter found for <path>`, PEFT's and
+    # vLLM's missing `adapter_config.json` / `adapter_model.*`): the adapter checkpoint does not load.
+    sig("adapter_files_missing", C.WEIGHTS_LOAD_ERROR, 65,
+        r"No adapter found for|(?i:(?:no such file or directory|not found|does not exist|can(?:no|')t find|could not "
+        r"find|missing).{0,80}adapter_(?:config\.json|model\.(?:safetensors|bin|pt)))"
+        r"|(?i:adapter_(?:config\.json|model\.(?:safetensors|bin|pt)).{0,60}(?:not found|does not exist|missing))",
+        ("No adapter found", "adapter_config", "adapter_model"),
+        example="ValueError: Loading lora sql failed: No adapter found for /data/adapters/sql-lora"),
     sig("parameter_key_error", C.WEIGHTS_LOAD_ERROR, 50,
         r"^KeyError: '(?:\w+\.)+\w*(?:weight|bias|scale|qweight|qzeros|scales|g_idx|zero_point)\w*'",
         "KeyError", phase=P.MODEL_LOAD, example="KeyError: 'layers.0.mlp.down_proj.weight_scale'"),

@@ -1,0 +1,40 @@
+"""Start-up failure families of multi-node runs, LoRA adapters, quantized kernels, graph capture and speculative
+decoding, read through the whole harvest and verdict. Each case is written like the family in general (the wording
+vLLM, SGLang, PEFT, Ray, PyTorch or the CUDA/HIP runtimes use), not copied from one log."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.classify.verdict import classify
+from orchestrator.harvest.evidence import extract_evidence
+from orchestrator.model import Category
+
+C = Category
+TB = ["Traceback (most recent call last):", '  File "/srv/app/main.py", line 12, in main', "    start()"]
+
+
+def _verdict(lines: list[str]) -> tuple[Category, str | None]:
+    verdict = classify(extract_evidence(lines))
+    return verdict.category, verdict.root_cause_line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ERROR 03-02 10:11:12 [core.py:700] ValueError: Loading lora ['support-bot failed: No adapter found for "
+        "/mnt/adapters/support-bot/ckpt-120']",
+        "ERROR 03-02 10:11:12 async_llm_engine.py:50] FileNotFoundError: [Errno 2] No such file or directory: "
+        "'org/some-lora/adapter_config.json'",
+        "ValueError: Can't find 'adapter_config.json' at '/models/loras/sql-adapter'",
+        "OSError: /adapters/chat-v2 does not appear to contain adapter_model.safetensors: not found",
+    ],
+)
+def test_a_lora_adapter_whose_files_are_missing_is_a_checkpoint_that_does_not_load(line: str) -> None:
+    lines = [*TB, line]
+    assert _verdict(lines) == (C.WEIGHTS_LOAD_ERROR, line)
+
+
+def test_a_lora_adapter_refused_for_its_rank_is_still_an_argument_not_a_missing_file() -> None:
+    lines = [*TB, "ValueError: LoRA rank 64 is greater than max_lora_rank 16."]
+    assert _verdict(lines)[0] != C.WEIGHTS_LOAD_ERROR
