@@ -215,6 +215,16 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         ("DistNetworkError", "c10d", "TCPStore", "gloo", "init_process_group"),
         example="torch.distributed.DistNetworkError: The client socket has timed out after 600s while trying to "
         "connect to (127.0.0.1, 29500)."),
+    # Ray, the runtime that places a multi-node engine's workers, that cannot give the engine its GPUs (none on the
+    # node the driver runs on, fewer in the placement group than the parallel sizes ask): the distributed runtime
+    # failed to set up, like a rendezvous that cannot connect.
+    sig("ray_placement_failed", C.NCCL_ERROR, 62,
+        r"Ray does not allocate any GPUs on the driver node|(?i:(?:required|requested) (?:number of )?GPUs? exceeds? the "
+        r"(?:total )?number of (?:available )?GPUs? in the placement group)|(?i:placement group .{0,80}(?:cannot|could "
+        r"not|failed to) (?:be )?(?:created|scheduled|placed|fulfilled))",
+        ("Ray does not allocate", "placement group"),
+        example="ValueError: Ray does not allocate any GPUs on the driver node. Consider adjusting the Ray placement "
+        "group or running the driver on a GPU node."),
     # Kernels built at start-up (FlashInfer, DeepGEMM, Triton, torch extensions).
     sig("jit_build_failed", C.KERNEL_JIT_ERROR, 75,
         r"(?i)ninja build failed|ninja: build stopped|Ninja is required to load C\+\+ extensions"

@@ -38,3 +38,18 @@ def test_a_lora_adapter_whose_files_are_missing_is_a_checkpoint_that_does_not_lo
 def test_a_lora_adapter_refused_for_its_rank_is_still_an_argument_not_a_missing_file() -> None:
     lines = [*TB, "ValueError: LoRA rank 64 is greater than max_lora_rank 16."]
     assert _verdict(lines)[0] != C.WEIGHTS_LOAD_ERROR
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ERROR 05-01 08:00:00 engine.py:400] Ray does not allocate any GPUs on the driver node. Consider adjusting the "
+        "Ray placement group or running the driver on a GPU node.",
+        "ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group.",
+        "RuntimeError: The placement group for the engine workers could not be scheduled within 300 seconds",
+    ],
+)
+def test_ray_unable_to_place_the_engine_gpus_is_the_distributed_runtime_failing(line: str) -> None:
+    lines = ["INFO 05-01 07:59:58 llm_engine.py:200] Initializing an LLM engine with tensor_parallel_size=16",
+             *TB, line]
+    assert _verdict(lines) == (C.NCCL_ERROR, line)
