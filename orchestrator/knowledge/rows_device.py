@@ -84,12 +84,15 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         r"(?:GPU|device|platform))",
         ("quantization", "Quantization"), phase=P.MODEL_LOAD,
         example="ValueError: Quantization scheme fp8 is not supported for this model."),
+    # No kernel built for this GPU, or a kernel image the device rejects as invalid (a cubin built for another
+    # architecture, loaded by a JIT cache or a prebuilt wheel).
     sig("no_kernel_image", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 80,
         r"no kernel image is available for execution|NoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU"
         r"|(?:CUDA|HIP) error: invalid device function|(?:cuda|hip)ErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu"
-        r"|No compatible code objects? found",
+        r"|No compatible code objects? found|CUDA_ERROR_INVALID_IMAGE|device kernel image is invalid"
+        r"|cudaErrorInvalidKernelImage|hipErrorInvalidImage",
         ("kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU", "invalid device function", "InvalidDeviceFunction",
-         "NoBinaryForGpu", "compatible code object"),
+         "NoBinaryForGpu", "compatible code object", "INVALID_IMAGE", "InvalidKernelImage", "InvalidImage"),
         example="torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device"),
     sig("arch_required", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 80,
         rf"(?i)\b(?:only supports?|requires?|only (?:be )?(?:supported|available|works?) (?:on|for|with))\s+"

@@ -53,3 +53,17 @@ def test_ray_unable_to_place_the_engine_gpus_is_the_distributed_runtime_failing(
     lines = ["INFO 05-01 07:59:58 llm_engine.py:200] Initializing an LLM engine with tensor_parallel_size=16",
              *TB, line]
     assert _verdict(lines) == (C.NCCL_ERROR, line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: CUDA driver error (/build/jit/kernel_runtime.hpp:88): 200 (CUDA_ERROR_INVALID_IMAGE, device "
+        "kernel image is invalid)",
+        "torch.AcceleratorError: CUDA error: device kernel image is invalid",
+        "RuntimeError: cudaErrorInvalidKernelImage while loading module fused_moe_sm90",
+    ],
+)
+def test_a_kernel_image_the_device_rejects_is_a_kernel_this_architecture_lacks(line: str) -> None:
+    lines = [*TB, '  File "/srv/venv/lib/python3.12/site-packages/kernels/gemm.py", line 40, in run', line]
+    assert _verdict(lines) == (C.KERNEL_NOT_SUPPORTED_ON_ARCH, line)
