@@ -185,11 +185,13 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         ("Capture cuda graph failed", "CUDA graph capture failed", "CUDA graph failed", "iecewise"),
         phase=P.CUDA_GRAPH_CAPTURE,
         example="Exception: Capture cuda graph failed: CUDA error: operation not permitted when stream is capturing"),
+    # An operation the runtime forbids while a stream captures (CUDA's and HIP's wording alike, events included).
     sig("stream_capturing", C.CUDA_GRAPH_CAPTURE_FAILED, 70,
         r"operation not permitted when stream is capturing|cudaErrorStreamCapture\w*|capture (?:has been )?invalidated"
-        r"|during CUDA graph capture|cudaStreamCaptureStatusActive|(?i:previous error during capture)",
+        r"|during CUDA graph capture|cudaStreamCaptureStatusActive|(?i:previous error during capture)"
+        r"|(?i:recorded in a capturing stream)|(?:cuda|hip)ErrorCapturedEvent|hipErrorStreamCapture\w*",
         ("stream is capturing", "cudaErrorStreamCapture", "invalidated", "CUDA graph capture", "cudaStreamCapture",
-         "during capture"),
+         "during capture", "capturing stream", "CapturedEvent", "hipErrorStreamCapture"),
         phase=P.CUDA_GRAPH_CAPTURE,
         example="RuntimeError: CUDA error: operation not permitted when stream is capturing"),
     # NCCL and torch.distributed.

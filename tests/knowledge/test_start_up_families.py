@@ -67,3 +67,18 @@ def test_ray_unable_to_place_the_engine_gpus_is_the_distributed_runtime_failing(
 def test_a_kernel_image_the_device_rejects_is_a_kernel_this_architecture_lacks(line: str) -> None:
     lines = [*TB, '  File "/srv/venv/lib/python3.12/site-packages/kernels/gemm.py", line 40, in run', line]
     assert _verdict(lines) == (C.KERNEL_NOT_SUPPORTED_ON_ARCH, line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: HIP error: operation not permitted on an event last recorded in a capturing stream",
+        "torch.AcceleratorError: CUDA error: operation not permitted on an event last recorded in a capturing stream",
+        "RuntimeError: HIP error: hipErrorStreamCaptureUnsupported",
+    ],
+)
+def test_an_operation_forbidden_while_a_stream_captures_is_a_failed_capture(line: str) -> None:
+    lines = ["[2026-01-01 00:00:00 TP0] Capture cuda graph begin. This can take up to several minutes.",
+             "[rank0]:[E101 00:00:05.1 ProcessGroupNCCL.cpp:1600] Process group watchdog thread terminated with "
+             "exception:", line, "Fatal Python error: Aborted"]
+    assert _verdict(lines) == (C.CUDA_GRAPH_CAPTURE_FAILED, line)
