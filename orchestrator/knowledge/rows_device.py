@@ -194,10 +194,12 @@ DEVICE_ROWS: tuple[Signature, ...] = (
          "during capture", "capturing stream", "CapturedEvent", "hipErrorStreamCapture"),
         phase=P.CUDA_GRAPH_CAPTURE,
         example="RuntimeError: CUDA error: operation not permitted when stream is capturing"),
-    # NCCL and torch.distributed.
+    # NCCL and torch.distributed. The watchdog's own notice that it saw `either an error or timeout` says which it
+    # was only in the line that follows (`Timeout at NCCL work: N`, a collective operation timeout, an NCCL error).
     sig("nccl_error", C.NCCL_ERROR, 80,
         r"[NR]CCL error|nccl(?:System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument|Remote)Error"
-        r"|DistBackendError|Watchdog caught collective operation timeout|ProcessGroupNCCL.{0,80}(?:[Ee]rror|timeout)",
+        r"|DistBackendError|Watchdog caught collective operation timeout|\bTimeout at NCCL work\b"
+        r"|ProcessGroupNCCL(?!.{0,120}either an error or timeout).{0,80}(?:[Ee]rror|timeout)",
         ("NCCL", "nccl", "RCCL", "DistBackendError", "Watchdog caught collective"), any_level=True,
         example="RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"),
     sig("nccl_warn_connection", C.NCCL_ERROR, 76,
@@ -224,9 +226,10 @@ DEVICE_ROWS: tuple[Signature, ...] = (
     # node the driver runs on, fewer in the placement group than the parallel sizes ask): the distributed runtime
     # failed to set up, like a rendezvous that cannot connect.
     sig("ray_placement_failed", C.NCCL_ERROR, 62,
-        r"Ray does not allocate any GPUs on the driver node|(?i:(?:required|requested) (?:number of )?GPUs? exceeds? the "
-        r"(?:total )?number of (?:available )?GPUs? in the placement group)|(?i:placement group .{0,80}(?:cannot|could "
-        r"not|failed to) (?:be )?(?:created|scheduled|placed|fulfilled))",
+        r"Ray does not allocate any GPUs on the driver node"
+        r"|(?i:(?:required|requested) (?:number of )?GPUs? exceeds? the (?:total )?number of (?:available )?GPUs? in "
+        r"the placement group)|(?i:placement group .{0,80}(?:cannot|could not|failed to) (?:be )?(?:created|scheduled"
+        r"|placed|fulfilled))",
         ("Ray does not allocate", "placement group"),
         example="ValueError: Ray does not allocate any GPUs on the driver node. Consider adjusting the Ray placement "
         "group or running the driver on a GPU node."),

@@ -82,3 +82,19 @@ def test_an_operation_forbidden_while_a_stream_captures_is_a_failed_capture(line
              "[rank0]:[E101 00:00:05.1 ProcessGroupNCCL.cpp:1600] Process group watchdog thread terminated with "
              "exception:", line, "Fatal Python error: Aborted"]
     assert _verdict(lines) == (C.CUDA_GRAPH_CAPTURE_FAILED, line)
+
+
+def test_the_watchdog_notice_of_an_error_or_timeout_yields_to_the_line_saying_which() -> None:
+    notice = ("[rank2]:[E305 10:00:00.1 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3 Rank 2] Exception (either an "
+              "error or timeout) detected by watchdog at work: 77, last enqueued NCCL work: 77, last completed NCCL "
+              "work: 76.")
+    which = ("[rank2]:[E305 10:00:00.1 ProcessGroupNCCL.cpp:1834] [PG ID 2 PG GUID 3 Rank 2] Timeout at NCCL work: 77, "
+             "last enqueued NCCL work: 77, last completed NCCL work: 76.")
+    after = ("[rank2]:[E305 10:00:00.1 ProcessGroupNCCL.cpp:630] [Rank 2] Some NCCL operations have failed or timed "
+             "out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+             "corrupted/incomplete data.")
+    assert _verdict([notice, which, after]) == (C.NCCL_ERROR, which)
+    # An NCCL error stated before the watchdog's notice still is the cause.
+    error = ("[rank2]:[E305 09:59:59.9 ProcessGroupNCCL.cpp:1400] NCCL error: remote process exited or there was a "
+             "network error")
+    assert _verdict([error, notice, which]) == (C.NCCL_ERROR, error)
