@@ -105,6 +105,15 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         ("Ampere", "Hopper", "Blackwell", "Turing", "Volta", "Ada", "SM", "sm_", "sm1", "sm8", "sm9", "support",
          "capability", "compiled for", "built for"),
         example="RuntimeError: FlashAttention only supports Ampere GPUs or newer."),
+    # A refusal that gives the GPU's compute capability as its reason (`Minimum capability: 80. Current capability:
+    # 75`, Marlin's `Only types = [] are supported (for ..., min_capability = 70)`): the architecture lacks the kernel,
+    # also where the refusal is worded as a quantization scheme's (it outranks that row).
+    sig("capability_refused", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 83,
+        r"(?i)(?:not supported|does not support|unsupported|only|requires?)\b.{0,200}\b(?:min(?:imum)?[_ ]capability"
+        r"|current capability)\s*[:=]\s*\d{2,3}\b",
+        ("capability", "Capability"),
+        example="ValueError: The quantization method awq is not supported for the current GPU. Minimum capability: "
+        "80. Current capability: 75."),
     sig("smem_out_of_resources", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 78,
         r"OutOfResources|out of resource: shared memory|without targeting appropriate compute capability",
         ("OutOfResources", "out of resource", "compute capability"),

@@ -98,3 +98,24 @@ def test_the_watchdog_notice_of_an_error_or_timeout_yields_to_the_line_saying_wh
     error = ("[rank2]:[E305 09:59:59.9 ProcessGroupNCCL.cpp:1400] NCCL error: remote process exited or there was a "
              "network error")
     assert _verdict([error, notice, which]) == (C.NCCL_ERROR, error)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: The quantization method gptq_marlin is not supported for the current GPU. Minimum capability: 80. "
+        "Current capability: 70.",
+        "ValueError: Marlin does not support weight_bits = uint4b8. Only types = [] are supported (for group_size = "
+        "64, min_capability = 75, zp = True)",
+        "RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min capability: 89. ', "
+        "'Current capability: 86.')",
+    ],
+)
+def test_a_kernel_refused_for_the_gpus_compute_capability_is_the_architectures(line: str) -> None:
+    lines = [*TB, '  File "/srv/venv/lib/python3.12/site-packages/quant/config.py", line 88, in from_config', line]
+    assert _verdict(lines) == (C.KERNEL_NOT_SUPPORTED_ON_ARCH, line)
+
+
+def test_a_refusal_for_the_model_that_names_no_capability_stays_a_configuration() -> None:
+    line = "ValueError: Quantization scheme fp8 is not supported for this model."
+    assert _verdict([*TB, line]) == (C.UNSUPPORTED_CONFIG, line)
