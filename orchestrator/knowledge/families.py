@@ -93,8 +93,11 @@ FAMILIES: tuple[Family, ...] = (
            frames=r"tokenization_\w+\.py|tokenization_utils|jinja2[/\\]|tiktoken|sentencepiece[/\\]"
            r"|in (?:get_tokenizer|get_processor|apply_chat_template|_load_chat_template|load_chat_template"
            r"|get_chat_template\w*|_apply_chat_template\w*|guess_chat_template\w*)$"),
+    # A kernel built just in time; Triton's launcher (`backends/<gpu>/driver.py`) runs a kernel already built, and
+    # what it raises is about the launch (its arguments, the device), not the build.
     Family("jit_code", C.KERNEL_JIT_ERROR, 50,
-           frames=r"triton[/\\](?:compiler|backends)[/\\]|torch[/\\]utils[/\\]cpp_extension\.py|[/\\]jit[/\\]"
+           frames=r"triton[/\\](?:compiler[/\\]|backends[/\\](?!\w+[/\\]driver\.py))"
+           r"|torch[/\\]utils[/\\]cpp_extension\.py|[/\\]jit[/\\]"
            r"|_jit\.py\"|jit_\w+\.py\"|cutlass[/\\](?:base_)?dsl|[/\\]cute[/\\]|nvrtc|tvm_ffi|torch[/\\]_inductor"
            r"|in (?:build_and_load|jit_load|load_jit\w*|_jit_compile|build_jit\w*|_build_\w*extension\w*)$"),
     Family("distributed_code", C.NCCL_ERROR, 50,

@@ -119,3 +119,24 @@ def test_a_kernel_refused_for_the_gpus_compute_capability_is_the_architectures(l
 def test_a_refusal_for_the_model_that_names_no_capability_stays_a_configuration() -> None:
     line = "ValueError: Quantization scheme fp8 is not supported for this model."
     assert _verdict([*TB, line]) == (C.UNSUPPORTED_CONFIG, line)
+
+
+def _triton_traceback(innermost: str, exception: str) -> list[str]:
+    return [*TB, '  File "/srv/venv/lib/python3.12/site-packages/vllm/lora/ops/triton_ops/lora_shrink.py", line 90, '
+            "in _lora_shrink", "    _lora_shrink_kernel[grid](",
+            '  File "/srv/venv/lib/python3.12/site-packages/triton/runtime/jit.py", line 330, in <lambda>',
+            "    return lambda *args, **kwargs: self.run(grid=grid, warmup=False, *args, **kwargs)", innermost,
+            "    self.launch(*args, **kwargs)", exception]
+
+
+def test_an_error_raised_by_tritons_kernel_launcher_is_no_failed_build() -> None:
+    lines = _triton_traceback('  File "/srv/venv/lib/python3.12/site-packages/triton/backends/nvidia/driver.py", '
+                              "line 444, in __call__", "ValueError: Pointer argument (at 2) cannot be accessed from "
+                              "Triton (cpu tensor?)")
+    assert _verdict(lines)[0] == C.PYTHON_EXCEPTION_OTHER
+
+
+def test_an_error_raised_while_triton_compiles_is_still_a_failed_build() -> None:
+    lines = _triton_traceback('  File "/srv/venv/lib/python3.12/site-packages/triton/backends/nvidia/compiler.py", '
+                              "line 380, in make_cubin", "RuntimeError: Internal Triton PTX codegen error")
+    assert _verdict(lines)[0] == C.KERNEL_JIT_ERROR
