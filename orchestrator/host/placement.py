@@ -133,11 +133,15 @@ class LocalGpus:
         self._survey = (float("-inf"), PortSurvey(frozenset(), (0, 0)))
         """When the host's ports were last surveyed (time.monotonic), and what the survey said."""
         self._handed: set[int] = set()
+        self._gpu_answer: str | None = None
+        """nvidia-smi's answer to the GPU and driver query that `gpu_uuids` read, for the preflight's `facts`."""
 
     def facts(self) -> dict[str, str]:
         """GPU model, driver and compute capability, as nvidia-smi says."""
-        # One nvidia-smi start for these and the GPUs' index and UUID, which holders() needs next.
-        rows = self.host.sh(_GPU_AND_DRIVER_QUERY, timeout=30).text.splitlines()
+        # One nvidia-smi start for these and the GPUs' index and UUID, which holders() needs next; none at all when
+        # the lock's gpu_uuids() just asked (a real nvidia-smi often takes 0.1-0.5 s to start).
+        answer, self._gpu_answer = self._gpu_answer, None
+        rows = (answer if answer is not None else self.host.sh(_GPU_AND_DRIVER_QUERY, timeout=30).text).splitlines()
         self.gpus = parse_gpus("\n".join(rows))
         info = parse_driver("\n".join(",".join(row.split(",")[4:]) for row in rows))
         info["gpus"] = str(self.host.config.gpus)
@@ -162,9 +166,13 @@ class LocalGpus:
 
     def gpu_uuids(self) -> list[str]:
         """Those of the first `gpus:`; empty when nvidia-smi lists none (a host preflight is about to refuse)."""
-        result = self.host.sh(GPU_QUERY, timeout=30)
-        if result.exit_code != 0:
-            return []
+        result = self.host.sh(_GPU_AND_DRIVER_QUERY, timeout=30)
+        if result.exit_code == 0:
+            self._gpu_answer = result.text
+        else:  # a driver too old for a field of that query (compute_cap) still names its GPUs
+            result = self.host.sh(GPU_QUERY, timeout=30)
+            if result.exit_code != 0:
+                return []
         self.gpus = parse_gpus(result.text)
         return [g.uuid for g in sorted(self.gpus, key=lambda g: g.index)[: self.host.config.gpus]]
 
