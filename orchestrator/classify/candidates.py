@@ -31,6 +31,11 @@ _RAISE = re.compile(r"^raise\s+(?P<name>[A-Za-z_][\w.]*)(?:\(|\s*$)")
 """A `raise` statement is a traceback's code line, also where a paste lost its indentation: where the exception
 it raises is in the log, that line states the failure and the statement is no candidate."""
 PYTHON_EXCEPTION = BY_ID["python_exception"]
+LOGGED_EXCEPTION_LEVEL_ROW = "error_statement"
+"""The row of a line that states an error by its level alone (signatures.LEVEL_ROWS)."""
+LOGGED_EXCEPTION_SPECIFICITY = 13
+"""Above a line that is an error by its level alone (11) or a bare fatal statement (12), below every statement of a
+death or a cause: a logger may also narrate (`Error executing method x`) before the traceback it prints."""
 TRACEBACK_EXCEPTION_SPECIFICITY = PYTHON_EXCEPTION.specificity
 RECOVERABLE = frozenset({Category.PYTHON_EXCEPTION_OTHER, Category.UNKNOWN, Category.TOKENIZER_OR_TEMPLATE_ERROR,
                          Category.INVALID_ARGUMENT, Category.UNSUPPORTED_CONFIG, Category.HANG_OR_TIMEOUT})
@@ -146,6 +151,10 @@ def _from_hit(evidence: Evidence, hit: Hit) -> Candidate | None:
     if sig is None:
         return None
     tb = traceback_of(evidence, hit)
+    if sig.id == LOGGED_EXCEPTION_LEVEL_ROW:
+        logged = _exception_logged_before(evidence, hit)
+        if logged is not None:
+            return logged
     if sig.context_regex is not None and (hit.traceback is None or tb is None or not sig.context_regex.search(tb.text)):
         return None
     shape = shape_of(tb) if tb is not None else None
@@ -157,6 +166,18 @@ def _from_hit(evidence: Evidence, hit: Hit) -> Candidate | None:
         elif shape.family is not None and shape.family.specificity > specificity and not generic:
             category, specificity, rule = shape.family.category, shape.family.specificity, f"family:{shape.family.id}"
     return Candidate(hit.line, category, specificity, rule, generic, hit.leads, hit.phase, sig.phase, sig, tb, shape)
+
+
+def _exception_logged_before(evidence: Evidence, hit: Hit) -> Candidate | None:
+    """A logger's `exception(e)` prints the exception's message on one line and its traceback right after, under the
+    same level: where the paste cut that traceback before its exception line, the message line is the exception."""
+    cut = next((t for t in evidence.tracebacks if t.line_no == hit.line.line_no + 1 and t.exception_line is None
+                and not t.truncated), None)
+    if cut is None:
+        return None
+    shape = shape_of(cut)
+    return Candidate(hit.line, Category.PYTHON_EXCEPTION_OTHER, LOGGED_EXCEPTION_SPECIFICITY, "logged_exception",
+                     shape.consequence, True, hit.phase, None, None, cut, shape)
 
 
 def _from_traceback(tb: TracebackRecord, line: LogLine) -> Candidate:

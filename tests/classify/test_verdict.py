@@ -115,3 +115,24 @@ def test_log_only_healthy_phase_is_the_last_marker() -> None:
     verdict = classify(ev(LOADING, *READY))
     assert (verdict.status, verdict.phase, verdict.root_cause_line) == (Status.PASS, Phase.READY, READY[-1])
     assert classify(ev()).category is Category.HEALTHY
+
+
+def test_a_loggers_exception_message_before_a_cut_traceback_is_the_exception() -> None:
+    # logger.exception(e) prints str(e), then the traceback; a paste that stops inside the traceback keeps no
+    # exception line, and the message line above it is the exception.
+    prefix = "ERROR 02-03 04:05:06 engine.py:300] "
+    lines = [prefix + "too many values to unpack (expected 3)", prefix + "Traceback (most recent call last):",
+             prefix + '  File "/srv/venv/lib/python3.10/site-packages/vllm/engine/llm_engine.py", line 90, in __init__',
+             prefix + "    self.model_executor = executor_class(vllm_config=vllm_config)"]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (Category.PYTHON_EXCEPTION_OTHER, lines[0])
+
+
+def test_a_loggers_message_yields_to_the_exception_its_traceback_states() -> None:
+    prefix = "ERROR 02-03 04:05:06 worker.py:20] "
+    lines = [prefix + "Error executing method load_model. This might cause deadlock in distributed execution.",
+             prefix + "Traceback (most recent call last):",
+             prefix + '  File "/srv/venv/lib/python3.10/site-packages/app/worker.py", line 9, in run',
+             prefix + "    self.load()", prefix + "AttributeError: 'NoneType' object has no attribute 'shape'"]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (Category.PYTHON_EXCEPTION_OTHER, lines[-1])
