@@ -76,7 +76,7 @@ def validate(
             plans, source = shipped_plans(cells, gpus)
     on_host = host is not None or against is not None
     invalid = [p for p in plans if not p.ok]
-    cost = cost or cost_line(len(plans), [p.cell for p in plans if p.ok], matrix.deadlines)
+    cost = cost or cost_line(len(plans), [p.cell for p in plans if p.ok], matrix.deadlines, load=matrix.probes.load)
     if fmt == "json":
         typer.echo(json.dumps(_document(matrix, plans, source, on_host, cost), indent=2))
     else:
@@ -173,7 +173,7 @@ def _on_host(
     path = db or default_db_path()
     with Store(path, create=False) if path.is_file() else nullcontext() as store:
         deadlines = effective_deadlines(host_config, matrix)
-        cost = plan_cost(store, host_config, deadlines, preflight, None).text()
+        cost = plan_cost(store, host_config, deadlines, preflight, None, load=matrix.probes.load).text()
     versions = ", ".join(f"{k} {v}" for k, v in preflight.versions.items() if v)
     return list(preflight.plans), cost, f"host {host_config.name} ({versions})"
 

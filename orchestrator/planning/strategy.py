@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from orchestrator.matrix.cost import Strategy, default_strategy, estimate
 from orchestrator.matrix.covering import covering_cells
 from orchestrator.model import Cell
-from orchestrator.settings import Deadlines
+from orchestrator.settings import Deadlines, LoadSettings
 
 PROBES = 5
 """Greedy, sampled, stream, concurrent, alive-after: each bounded by the probe deadline."""
@@ -47,9 +47,18 @@ def default_budget(matrix_cells: int, start: int, axes: int) -> int:
     return max(matrix_cells // 10, start + 2 * axes)
 
 
-def worst_case_s(deadlines: Deadlines) -> float:
-    """The longest one launch may take under its deadlines: startup, every probe, the stop."""
-    return deadlines.ready + PROBES * deadlines.probe + deadlines.stop_grace + deadlines.gpu_release
+def worst_case_s(deadlines: Deadlines, load: LoadSettings | None = None) -> float:
+    """The longest one launch may take under its deadlines: startup, every probe, the speed load, the stop."""
+    probes = PROBES * deadlines.probe + load_worst_case_s(load, deadlines)
+    return deadlines.ready + probes + deadlines.stop_grace + deadlines.gpu_release
+
+
+def load_worst_case_s(load: LoadSettings | None, deadlines: Deadlines) -> float:
+    """The longest the speed load may take: each wave of `concurrency` requests is held to the probe deadline."""
+    if load is None:
+        return 0.0
+    waves = -(-load.requests // max(1, load.concurrency))
+    return load.repeat * waves * deadlines.probe
 
 
 def cost_line(
@@ -58,16 +67,17 @@ def cost_line(
     deadlines: Deadlines,
     strategy: Strategy | None = None,
     past_durations_s: Sequence[float] = (),
+    load: LoadSettings | None = None,
 ) -> str:
     """`648 cells; strategy adaptive (the default above 64 cells): starts with 15 cells, about 3.9 h ...`."""
     chosen: Strategy = strategy or default_strategy(matrix_cells)
     why = " (the default for this size)" if strategy is None else ""
     start = starting_cells(chosen, valid)
     if chosen != "adaptive":
-        cost = estimate(len(start), past_durations_s, worst_case_s(deadlines))
+        cost = estimate(len(start), past_durations_s, worst_case_s(deadlines, load))
         return f"{matrix_cells} cells; strategy {chosen}{why}: launches {cost.text()}"
     most = min(len(valid), default_budget(matrix_cells, len(start), len(axis_values(valid))))
-    cost = estimate(most, past_durations_s, worst_case_s(deadlines))
+    cost = estimate(most, past_durations_s, worst_case_s(deadlines, load))
     return (
         f"{matrix_cells} cells; strategy adaptive{why}: launches at most {cost.text()}: "
         f"a covering array of {len(start)} cells, then the cells localisation picks (--budget)"

@@ -1,9 +1,5 @@
-"""What a sweep will cost before it launches anything: cells, wall time, and where the per-cell figure comes from.
-
-The per-cell time is the median of past launches of the same model on the same host (the store
-keeps them); without any, a simulated host's scenario timing (it costs what its file says), else the
-worst case the deadlines allow. Packing divides the wall time by the launches that fit side by side.
-"""
+"""What a sweep will cost before it launches anything: cells, wall time, and where the per-cell figure comes from
+(planning/estimate.py works it out; this reads what it needs: a simulated host's scenario file)."""
 
 from __future__ import annotations
 
@@ -12,16 +8,13 @@ from dataclasses import dataclass, replace
 
 from orchestrator.config.model import HostConfig
 from orchestrator.errors import OrchestratorError
-from orchestrator.matrix.cost import Estimate, Strategy, estimate
-from orchestrator.model import Cell, Status
-from orchestrator.planning.strategy import worst_case_s
-from orchestrator.settings import Deadlines
+from orchestrator.matrix.cost import Estimate, Strategy
+from orchestrator.model import Cell
+from orchestrator.planning.estimate import launch_estimate
+from orchestrator.settings import Deadlines, LoadSettings
 from orchestrator.sim.scenario import load_scenario
 from orchestrator.store.records import PastRun
 from orchestrator.sweep.preflight import Preflight
-
-SIM_OVERHEAD_S = 1.5
-"""Probes, stop and GPU release of one simulated launch, beyond its scenario's startup phases."""
 
 
 @dataclass(frozen=True)
@@ -74,45 +67,21 @@ class CostRefused(OrchestratorError):
     """The sweep would take longer than the user allowed, and nobody confirmed it."""
 
 
-def past_durations(history: Sequence[PastRun], model: object) -> list[float]:
-    """Seconds each past launch of this model took on the host (launched runs that reached pass or fail)."""
-    found = []
-    for past in history:
-        run, verdict = past.run, past.run.verdict
-        if run.run_dir is None or run.ended_at is None or verdict is None:
-            continue
-        if verdict.status in (Status.PASS, Status.FAIL) and past.cell.flags.get("model-path") == model:
-            found.append(max(0.0, run.ended_at - run.started_at))
-    return found
-
-
-def per_launch_fallback_s(host: HostConfig, deadlines: Deadlines) -> tuple[float, str]:
-    """Without past runs: a simulated host's own timing, else the worst case of the deadlines."""
-    if host.scenario:
-        try:
-            timing = load_scenario(host.scenario)[0].timing
-        except OrchestratorError:
-            return worst_case_s(deadlines), "deadlines"
-        startup = (
-            timing.import_s + timing.init_s + timing.load_weights_s + timing.memory_alloc_s
-            + timing.capture_cuda_graph_s + timing.warmup_s
-        )  # fmt: skip
-        return startup + SIM_OVERHEAD_S, "the simulated host's timing"
-    return worst_case_s(deadlines), "deadlines"
-
-
-def launch_estimate(
-    cells: int, host: HostConfig, deadlines: Deadlines, history: Sequence[PastRun], sample: Sequence[Cell], packed: bool
+def host_estimate(
+    cells: int,
+    host: HostConfig,
+    deadlines: Deadlines,
+    history: Sequence[PastRun],
+    sample: Sequence[Cell],
+    packed: bool,
+    load: LoadSettings | None,
 ) -> Estimate:
-    """The wall time of launching `cells` cells like `sample` on `host`."""
-    model = sample[0].flags.get("model-path") if sample else None
-    widest = max((c.tp_size for c in sample), default=1)
-    parallel = max(1, host.gpus // widest) if packed else 1
-    durations = past_durations(history, model)
-    if durations:
-        return estimate(cells, durations, 0.0, parallel)
-    per_cell, source = per_launch_fallback_s(host, deadlines)
-    return Estimate(cells, per_cell, source, parallel)
+    """launch_estimate for `host`, with its scenario when it is simulated (one that does not load: the deadlines)."""
+    try:
+        simulated = load_scenario(host.scenario)[0] if host.scenario else None
+    except OrchestratorError:
+        simulated = None
+    return launch_estimate(cells, host.gpus, deadlines, history, sample, packed, load, simulated)
 
 
 def plan_estimate(
@@ -124,10 +93,11 @@ def plan_estimate(
     deadlines: Deadlines,
     history: Sequence[PastRun],
     packed: bool,
+    load: LoadSettings | None,
 ) -> Estimate:
     """The wall time of what a sweep will launch (its first cells, or up to `most`), on `hosts` hosts like `host`."""
     first = len([p for p in start.valid if p.cell.cell_id not in proofs])
     cells = max(first, most) if most is not None else first
     sample = [p.cell for p in start.valid] or [p.cell for p in start.plans]
-    found = launch_estimate(cells, host, deadlines, history, sample, packed)
+    found = host_estimate(cells, host, deadlines, history, sample, packed, load)
     return replace(found, parallel=found.parallel * max(1, hosts))

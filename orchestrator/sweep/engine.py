@@ -240,7 +240,10 @@ def _cost(
     host = lanes[0].first.config
     hosts = sum(len(lane.members) for lane in lanes)
     history = store.host_history(host.name)
-    estimate = plan_estimate(start, proofs, most, host, hosts, options.settings.deadlines, history, options.packed)
+    settings = options.settings
+    estimate = plan_estimate(
+        start, proofs, most, host, hosts, settings.deadlines, history, options.packed, settings.probes.load
+    )
     return LaunchCost.of(*what, start, proofs, most, estimate)
 
 

@@ -16,11 +16,11 @@ from orchestrator.model import Cell
 from orchestrator.planning.cells import CellPlan
 from orchestrator.planning.known_bad import Proof, known_bad
 from orchestrator.planning.strategy import axis_values, default_budget, starting_cells
-from orchestrator.settings import Deadlines
+from orchestrator.settings import Deadlines, LoadSettings
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.adaptive import Space, localise_rounds
 from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched
-from orchestrator.sweep.costing import LaunchCost, launch_estimate
+from orchestrator.sweep.costing import LaunchCost, host_estimate
 from orchestrator.sweep.preflight import Preflight
 from orchestrator.sweep.scheduler import Job
 
@@ -116,6 +116,7 @@ def plan_cost(
     budget: int | None = None,
     packed: bool = True,
     retry_known_bad: bool = False,
+    load: LoadSettings | None = None,
 ) -> LaunchCost:
     """What `validate --host` prints: the cost of the plan a sweep of these cells would start with."""
     cells = len(preflight.plans)
@@ -127,5 +128,5 @@ def plan_cost(
     first = len([p for p in start.valid if p.cell.cell_id not in proofs])
     history = store.host_history(host.name) if store is not None else []
     sample = [p.cell for p in preflight.valid]
-    estimate = launch_estimate(max(first, most or 0), host, deadlines, history, sample, packed)
+    estimate = host_estimate(max(first, most or 0), host, deadlines, history, sample, packed, load)
     return LaunchCost.of(cells, chosen, strategy is None, start, proofs, most, estimate)

@@ -12,11 +12,13 @@ from pathlib import Path
 
 from orchestrator.config.model import HostConfig
 from orchestrator.model import Category, Cell, Status, Verdict
-from orchestrator.planning.strategy import worst_case_s
-from orchestrator.settings import Deadlines
+from orchestrator.planning.estimate import SIM_OVERHEAD_S, launch_estimate, past_durations
+from orchestrator.planning.strategy import load_worst_case_s, worst_case_s
+from orchestrator.settings import Deadlines, LoadSettings
+from orchestrator.sim.scenario import load_scenario
 from orchestrator.store import RunRecord, Store
 from orchestrator.store.records import PastRun
-from orchestrator.sweep.costing import launch_estimate, past_durations
+from orchestrator.sweep.costing import host_estimate
 from tests.paths import REPO
 from tests.simhost import orchestrator, processes_under, write_hosts
 
@@ -60,15 +62,50 @@ def _past(seconds: float, model: str, status: Status = Status.PASS, launched: bo
 
 
 def test_estimate_prefers_past_runs_of_the_same_model_and_packs() -> None:
-    host = HostConfig(name="h", transport="ssh", gpus=8)
     sample = [Cell("a", {"model-path": "/m", "tp-size": 2})]
     history = [_past(600, "/m"), _past(620, "/m"), _past(5, "/other"), _past(1, "/m", launched=False)]
     assert past_durations(history, "/m") == [600, 620]
-    packed = launch_estimate(40, host, Deadlines(), history, sample, packed=True)
+    # Past runs already took their speed loads: the load adds nothing to their median.
+    packed = launch_estimate(40, 8, Deadlines(), history, sample, packed=True, load=LoadSettings())
     assert packed.source == "past runs (2)" and packed.per_cell_s == 610 and packed.parallel == 4
     assert abs(packed.hours - 40 * 610 / 4 / 3600) < 1e-9
-    serial = launch_estimate(40, host, Deadlines(), [], sample, packed=False)
+    serial = launch_estimate(40, 8, Deadlines(), [], sample, packed=False, load=None)
     assert serial.source == "deadlines" and serial.per_cell_s == worst_case_s(Deadlines()) and serial.parallel == 1
+
+
+def test_without_past_runs_the_speed_load_is_in_the_worst_case() -> None:
+    sample = [Cell("a", {"model-path": "/m"})]
+    deadlines = Deadlines(probe=100.0)
+    # 32 requests 8 at a time are 4 waves, each held to the probe deadline, 3 times over.
+    assert load_worst_case_s(LoadSettings(requests=32, concurrency=8, repeat=3), deadlines) == 3 * 4 * 100.0
+    assert load_worst_case_s(LoadSettings(requests=33, concurrency=8, repeat=1), deadlines) == 5 * 100.0
+    assert load_worst_case_s(None, deadlines) == 0.0
+    loaded = launch_estimate(10, 8, deadlines, [], sample, packed=False, load=LoadSettings())
+    assert loaded.per_cell_s == worst_case_s(deadlines) + 1200.0
+
+
+def test_a_simulated_host_costs_its_scenarios_timing_and_serving_speed(tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario.yaml"
+    timing = "timing: {import_s: 1, init_s: 1, load_weights_s: 10, memory_alloc_s: 2, capture_cuda_graph_s: 3, "
+    scenario.write_text(f"version: 0.5.9\n{timing}warmup_s: 1, decode_token_s: 0.01}}\n")
+    fast = tmp_path / "fast.yaml"
+    fast.write_text(f"version: 0.5.9\n{timing}warmup_s: 1, decode_token_s: 0.01}}\nperf: {{tok_s: 1000}}\n")
+    sample = [Cell("a", {"model-path": "/m"})]
+    load = LoadSettings(requests=8, concurrency=4, output_len=100, repeat=2)
+    startup = 18 + SIM_OVERHEAD_S
+    alone = launch_estimate(5, 8, Deadlines(), [], sample, False, None, load_scenario(scenario)[0])
+    assert alone.source == "the simulated host's timing" and alone.per_cell_s == startup
+    # Without perf: each request decodes its 100 tokens at 0.01 s, 4 at once: 1,600 tokens take 4 s.
+    each = launch_estimate(5, 8, Deadlines(), [], sample, False, load, load_scenario(scenario)[0])
+    assert abs(each.per_cell_s - (startup + 4.0)) < 1e-9
+    # With perf: the server's 1000 tok/s are shared: 1,600 tokens take 1.6 s.
+    shared = launch_estimate(5, 8, Deadlines(), [], sample, False, load, load_scenario(fast)[0])
+    assert abs(shared.per_cell_s - (startup + 1.6)) < 1e-9
+    # The hosts.yaml side: a simulated host's file is read; one that does not load falls back to the deadlines.
+    host = HostConfig(name="h", transport="sim", gpus=8, scenario=str(fast))
+    assert host_estimate(5, host, Deadlines(), [], sample, False, load).per_cell_s == shared.per_cell_s
+    broken = HostConfig(name="h", transport="sim", gpus=8, scenario=str(tmp_path / "missing.yaml"))
+    assert host_estimate(5, broken, Deadlines(), [], sample, False, load).source == "deadlines"
 
 
 def _on_a_terminal(args: list[str], db: Path, answer: bytes) -> tuple[int, str]:
