@@ -166,6 +166,14 @@ DEVICE_ROWS: tuple[Signature, ...] = (
     # NCCL's report of the CUDA call that failed (`Last error: Cuda failure 'out of memory'`): the cause of its error.
     sig("nccl_cuda_oom", C.CUDA_OOM, 82, r"(?i:cuda failure \d*\s*'?out of memory)", ("uda failure", "UDA failure"),
         any_level=True, example="Cuda failure 'out of memory'"),
+    # Likewise a CUDA failure NCCL reports that is a stream-capture violation (a collective issued inside a graph
+    # capture that depends on work outside it): the capture failed, whoever reports it and at whatever level.
+    sig("nccl_cuda_capture_violation", C.CUDA_GRAPH_CAPTURE_FAILED, 77,
+        r"(?i:cuda failure) ?\d* ?'?(?:dependency created on uncaptured work|operation not permitted when stream is "
+        r"capturing|operation would make the legacy stream depend on a capturing|[^']{0,60}\bcaptur)",
+        ("uda failure", "UDA failure"), any_level=True,
+        example="h1:77:77 [0] enqueue.cc:267 NCCL WARN Cuda failure 'dependency created on uncaptured work in another "
+        "stream'"),
     sig("out_of_memory", C.CUDA_OOM, 55, r"(?i)\bout of memory\b", ("out of memory", "Out of memory", "OUT OF MEMORY"),
         example="RuntimeError: out of memory"),
     # CUDA faults. A fault poisons the CUDA context: stated at any level (vLLM logs it at WARNING while failing to
@@ -198,9 +206,11 @@ DEVICE_ROWS: tuple[Signature, ...] = (
     sig("stream_capturing", C.CUDA_GRAPH_CAPTURE_FAILED, 70,
         r"operation not permitted when stream is capturing|cudaErrorStreamCapture\w*|capture (?:has been )?invalidated"
         r"|during CUDA graph capture|cudaStreamCaptureStatusActive|(?i:previous error during capture)"
-        r"|(?i:recorded in a capturing stream)|(?:cuda|hip)ErrorCapturedEvent|hipErrorStreamCapture\w*",
+        r"|(?i:recorded in a capturing stream)|(?:cuda|hip)ErrorCapturedEvent|hipErrorStreamCapture\w*"
+        r"|dependency created on uncaptured work|depend on a capturing blocking stream",
         ("stream is capturing", "cudaErrorStreamCapture", "invalidated", "CUDA graph capture", "cudaStreamCapture",
-         "during capture", "capturing stream", "CapturedEvent", "hipErrorStreamCapture"),
+         "during capture", "capturing stream", "CapturedEvent", "hipErrorStreamCapture", "uncaptured work",
+         "capturing blocking stream"),
         phase=P.CUDA_GRAPH_CAPTURE,
         example="RuntimeError: CUDA error: operation not permitted when stream is capturing"),
     # NCCL and torch.distributed. The watchdog's own notice that it saw `either an error or timeout` says which it

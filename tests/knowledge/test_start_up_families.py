@@ -140,3 +140,29 @@ def test_an_error_raised_while_triton_compiles_is_still_a_failed_build() -> None
     lines = _triton_traceback('  File "/srv/venv/lib/python3.12/site-packages/triton/backends/nvidia/compiler.py", '
                               "line 380, in make_cubin", "RuntimeError: Internal Triton PTX codegen error")
     assert _verdict(lines)[0] == C.KERNEL_JIT_ERROR
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "gpu-node-3:4411:4411 [2] enqueue.cc:1100 NCCL WARN Cuda failure 'dependency created on uncaptured work in "
+        "another stream'",
+        "gpu-node-3:4411:4411 [2] enqueue.cc:1100 NCCL WARN Cuda failure 900 'operation not permitted when stream is "
+        "capturing'",
+    ],
+)
+def test_a_stream_capture_violation_is_a_failed_capture_whoever_reports_it(line: str) -> None:
+    lines = ["INFO 04-01 10:00:00 model_runner.py:900] Capturing the model for CUDA graphs.", line,
+             "gpu-node-3:4411:4411 [2] NCCL INFO enqueue.cc:1200 -> 1", *TB,
+             "RuntimeError: CUDA error: operation failed due to a previous error during capture"]
+    assert _verdict(lines) == (C.CUDA_GRAPH_CAPTURE_FAILED, line)
+
+
+def test_an_nccl_cuda_failure_that_is_no_capture_violation_stays_an_nccl_error() -> None:
+    line = "gpu-node-3:4411:4411 [2] transport/p2p.cc:200 NCCL WARN Cuda failure 'invalid argument'"
+    assert _verdict([line, "gpu-node-3:4411:4411 [2] NCCL INFO transport.cc:150 -> 1"]) == (C.NCCL_ERROR, line)
+
+
+def test_a_stream_made_to_depend_on_a_capturing_stream_is_a_failed_capture() -> None:
+    line = "RuntimeError: CUDA error: operation would make the legacy stream depend on a capturing blocking stream"
+    assert _verdict([*TB, line]) == (C.CUDA_GRAPH_CAPTURE_FAILED, line)
