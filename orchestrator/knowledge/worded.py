@@ -84,6 +84,15 @@ WORDED: tuple[Signature, ...] = (
         r".{0,20}\b(?:failed|error)\b)",
         ("ooncake", "OONCAKE", "ixl", "IXL", "ransfer", "RANSFER"), phase=P.MODEL_LOAD,
         example="RuntimeError: Ascend Transfer Engine initialization failed."),
+    # An RDMA work request that completed in error (ibverbs' completion statuses: the transport retry counter
+    # exceeded, a local protection or remote access error, a flushed request), as a KV transfer engine or a
+    # communicator logs it: the network between the servers failed under the distributed runtime.
+    sig("rdma_completion_error", C.NCCL_ERROR, 64,
+        r"(?i:\b(?:transport|RNR) retry counter exceeded|\blocal protection error\b|\bremote access error\b"
+        r"|\bwork request flushed error\b)|\bIBV_WC_(?!SUCCESS)[A-Z_]+_ERR\b",
+        ("retry counter exceeded", "protection error", "access error", "lushed error", "IBV_WC_"),
+        example="E0101 00:00:00.000001  100 worker_pool.cpp:290] Worker: Process failed for slice (opcode: 1, "
+        "local_nic: mlx5_0, peer_nic: 10.0.0.2:15000@mlx5_0, retry_cnt: 0): transport retry counter exceeded"),
     sig("c10d_wait_timeout", C.HANG_OR_TIMEOUT, 66,
         r"waitForInput.{0,200}(?i:tim(?:ed? ?out|eout))|\bSocket Timeout\b", ("waitForInput", "Socket Timeout"),
         any_level=True,

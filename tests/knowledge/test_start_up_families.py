@@ -166,3 +166,23 @@ def test_an_nccl_cuda_failure_that_is_no_capture_violation_stays_an_nccl_error()
 def test_a_stream_made_to_depend_on_a_capturing_stream_is_a_failed_capture() -> None:
     line = "RuntimeError: CUDA error: operation would make the legacy stream depend on a capturing blocking stream"
     assert _verdict([*TB, line]) == (C.CUDA_GRAPH_CAPTURE_FAILED, line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "E0412 11:22:33.000100  5120 worker_pool.cpp:280] Worker: Process failed for slice (opcode: 0, local_nic: "
+        "mlx5_2, peer_nic: 10.1.1.9:16000@mlx5_2, retry_cnt: 1): transport retry counter exceeded",
+        "E0412 11:22:33.000100  5120 worker_pool.cpp:280] Worker: Process failed for slice (opcode: 1, local_nic: "
+        "mlx5_bond_0, retry_cnt: 0): local protection error",
+        "[2026-04-12 11:22:33] ERROR rdma_endpoint.py:90: work completion failed: IBV_WC_REM_ACCESS_ERR on qp 77",
+    ],
+)
+def test_an_rdma_work_request_completed_in_error_is_the_network_under_the_distributed_runtime(line: str) -> None:
+    assert _verdict(["[2026-04-12 11:22:30] Prefill batch, #new-seq: 1, #new-token: 512", line]) == (C.NCCL_ERROR, line)
+
+
+def test_an_rdma_success_status_is_no_failure() -> None:
+    lines = ["[2026-04-12 11:22:30] INFO rdma_endpoint.py:80: completion IBV_WC_SUCCESS on qp 77",
+             "[2026-04-12 11:22:31] The server is fired up and ready to roll!"]
+    assert _verdict(lines)[0] == C.HEALTHY
