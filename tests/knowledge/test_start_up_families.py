@@ -186,3 +186,13 @@ def test_an_rdma_success_status_is_no_failure() -> None:
     lines = ["[2026-04-12 11:22:30] INFO rdma_endpoint.py:80: completion IBV_WC_SUCCESS on qp 77",
              "[2026-04-12 11:22:31] The server is fired up and ready to roll!"]
     assert _verdict(lines)[0] == C.HEALTHY
+
+
+def test_a_jit_build_that_fails_for_the_architecture_names_the_architecture_as_its_root() -> None:
+    prefix = "(Worker_TP0 pid=900) ERROR 02-02 02:02:02 [multiproc_executor.py:600] "
+    lines = [prefix + "triton.compiler.errors.CompilationError: at 12:4:", prefix + "def _fp8_gemm_kernel(",
+             prefix + "    ^",
+             prefix + "ValueError(\"type fp8e4nv not supported in this architecture. The supported fp8 dtypes are "
+             "('fp8e4b15', 'fp8e5')\")"]
+    category, root = _verdict(lines)
+    assert category in (C.KERNEL_NOT_SUPPORTED_ON_ARCH, C.KERNEL_JIT_ERROR) and root == lines[-1]
