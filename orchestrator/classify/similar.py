@@ -15,6 +15,8 @@ from orchestrator.knowledge.public_logs import Near, corpus, fingerprint, normal
 from orchestrator.model import Category, Status, Verdict
 
 CATCH_ALL = frozenset({Category.PYTHON_EXCEPTION_OTHER, Category.UNKNOWN})
+CONTRADICTING_THRESHOLD = 0.6
+"""How near a public log of a named cause must be to be offered beside a catch-all verdict."""
 
 
 def traceback_at(evidence: Evidence, line: str) -> TracebackRecord | None:
@@ -42,4 +44,9 @@ def similar_to(evidence: Evidence, verdict: Verdict) -> list[Near]:
     # A named cause is shown beside public logs of the same cause only: a neighbour that names another would
     # contradict the verdict. A catch-all verdict takes the nearest of any category.
     category = None if verdict.category in CATCH_ALL else verdict.category.value
-    return corpus().nearest(words(cause, etype, frames), own=fingerprint(evidence.tail), category=category)
+    near = corpus().nearest(words(cause, etype, frames), own=fingerprint(evidence.tail), category=category)
+    if category is None:
+        # A neighbour that names a cause the rules did not find contradicts the verdict: it is offered only when it
+        # is a close match, one of the verdict's own catch-all kind at the usual threshold.
+        near = [n for n in near if n.log.category == verdict.category.value or n.score >= CONTRADICTING_THRESHOLD]
+    return near

@@ -121,3 +121,27 @@ def test_a_named_cause_is_shown_public_logs_that_agree_with_it() -> None:
     assert [n.log.source for n in corpus.nearest(query, category="nccl_error")] == ["o/r#1", "o/r#2"]
     assert [n.log.source for n in corpus.nearest(query, category="hang_or_timeout")] == ["o/r#2"]
     assert corpus.nearest(query, category="cuda_oom") == []
+
+
+def test_a_catch_all_verdict_is_offered_another_cause_only_when_it_is_close(monkeypatch: pytest.MonkeyPatch) -> None:
+    failing = extract_evidence([
+        "Traceback (most recent call last):",
+        '  File "/srv/app/launcher.py", line 12, in main',
+        "    start(config)",
+        "ValueError: widget frobnicator quux setting rejected by launcher",
+    ])
+    verdict = classify(failing)
+    assert verdict.category.value == "python_exception_other"
+    cause = "ValueError: widget frobnicator quux setting rejected by launcher"
+    close = _log("o/r#1", "weights_load_error", cause, "ValueError")
+    loose = _log("o/r#2", "nccl_error", "ValueError: widget frobnicator setting refused by the group", "ValueError")
+    same_kind = _log("o/r#3", "python_exception_other", "ValueError: widget frobnicator option rejected", "ValueError")
+    others = [_log(f"o/f#{i}", "cuda_oom", f"RuntimeError: unrelated {c}x {c}y", "RuntimeError")
+              for i, c in enumerate("abcdefgh")]
+    corpus = Corpus([close, loose, same_kind, *others])
+    query = words(normalise(cause), "ValueError", [])
+    scores = {n.log.source: n.score for n in corpus.nearest(query)}
+    # The loose neighbours are near enough to be offered in general, but not near enough to contradict the verdict.
+    assert 0.25 <= scores["o/r#2"] < 0.6 and 0.25 <= scores["o/r#3"] < 0.6 <= scores["o/r#1"]
+    monkeypatch.setattr("orchestrator.classify.similar.corpus", lambda: corpus)
+    assert sorted(n.log.source for n in similar_to(failing, verdict)) == ["o/r#1", "o/r#3"]
