@@ -36,6 +36,13 @@ DEVICE_ROWS: tuple[Signature, ...] = (
     sig("not_divisible", C.INVALID_ARGUMENT, 55, r"(?:must|should) be divisible by|is not divisible by",
         "divisible", phase=P.ARG_PARSE,
         example="ValueError: Total number of attention heads (64) must be divisible by tensor parallel size (3)."),
+    # A shape that the parallel size splits unevenly, blamed on the parallel size (a quantized group, a block).
+    sig("parallel_size_misfit", C.INVALID_ARGUMENT, 55,
+        r"(?:caused by|due to|because of) (?:an? |the )?too (?:large|big|high) (?:a )?(?:tensor|pipeline|expert)"
+        r"[ _-]?parallel(?:ism)?(?: size)?|(?:input|output) size (?:is )?not aligned with the quantized weight",
+        ("parallel", "not aligned"), phase=P.MODEL_LOAD,
+        example="ValueError: The input size is not aligned with the quantized weight shape. This can be caused by "
+        "too large tensor parallel size."),
     sig("exception_in_arg_parsing", C.INVALID_ARGUMENT, 45, rf"^(?:[\w.]+\.)?{_BAD_INPUT}\b",
         "Error", phase=P.ARG_PARSE, context="(?m)" + ARGS_FRAMES,
         example="IndexError: list index out of range"),

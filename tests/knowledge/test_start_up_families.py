@@ -196,3 +196,23 @@ def test_a_jit_build_that_fails_for_the_architecture_names_the_architecture_as_i
              "('fp8e4b15', 'fp8e5')\")"]
     category, root = _verdict(lines)
     assert category in (C.KERNEL_NOT_SUPPORTED_ON_ARCH, C.KERNEL_JIT_ERROR) and root == lines[-1]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: The output size is not aligned with the quantized weight shape. This can be caused by too large "
+        "tensor parallel size.",
+        "ERROR 05-06 07:08:09 [core.py:700] ValueError: The input size is not aligned with the quantized weight shape.",
+        "RuntimeError: weight block of 128 rows cannot be split: this is likely due to a too large tensor parallel "
+        "size for this checkpoint",
+    ],
+)
+def test_a_shape_the_parallel_size_splits_unevenly_is_an_argument_for_this_model(line: str) -> None:
+    assert _verdict([*TB, line]) == (C.INVALID_ARGUMENT, line)
+
+
+def test_a_warning_about_parallel_size_alone_is_no_failure_cause() -> None:
+    lines = ["INFO 05-06 07:08:09 [config.py:1] Using tensor parallel size 8.", *TB,
+             "ValueError: unexpected widget in the frobnicator"]
+    assert _verdict(lines)[0] == C.PYTHON_EXCEPTION_OTHER
