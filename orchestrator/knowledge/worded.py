@@ -28,8 +28,11 @@ _REJECTION = (
 WORDED: tuple[Signature, ...] = (
     # Above a failed JIT build (75): a build that fails because the architecture lacks a type or instruction states
     # its cause in the architecture's words (`type fp8e4nv not supported in this architecture` under Triton's
-    # `CompilationError: at 1:0:`), and that line is the root (taxonomy.md lets either category stand).
-    sig("arch_refusal", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 76, ARCH_REFUSAL.pattern,
+    # `CompilationError: at 1:0:`), and that line is the root (taxonomy.md lets either category stand). A compiler
+    # that does not know the target (`nvcc fatal : Unsupported gpu architecture 'compute_120a'`, a toolchain older
+    # than the GPU) is no refusal of the architecture: that line stays part of the failed build.
+    sig("arch_refusal", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 76,
+        rf"^(?!.*\b(?:nvcc|ptxas) fatal\b).*?(?:{ARCH_REFUSAL.pattern})",
         ("support", "Support", "SUPPORT", "requir", "Requir", "only", "Only", "implement", "compiled", "built",
          "available", "kernel", "inimum", "nknown", "nrecogni"),
         example="RuntimeError: Assertion error (csrc/apis/attention.hpp:211): Unsupported architecture"),

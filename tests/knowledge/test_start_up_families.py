@@ -216,3 +216,9 @@ def test_a_warning_about_parallel_size_alone_is_no_failure_cause() -> None:
     lines = ["INFO 05-06 07:08:09 [config.py:1] Using tensor parallel size 8.", *TB,
              "ValueError: unexpected widget in the frobnicator"]
     assert _verdict(lines)[0] == C.PYTHON_EXCEPTION_OTHER
+
+
+def test_a_compiler_that_does_not_know_the_target_is_a_failed_build_not_the_architectures_refusal() -> None:
+    lines = [*TB, "RuntimeError: Error building extension 'fused_rope_ops'",
+             "nvcc fatal   : Unsupported gpu architecture 'compute_110a'", "ninja: build stopped: subcommand failed."]
+    assert _verdict(lines) == (C.KERNEL_JIT_ERROR, "RuntimeError: Error building extension 'fused_rope_ops'")
