@@ -33,6 +33,13 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         r"|ambiguous option|invalid choice|expected (?:one|at least one) argument|one of the arguments|not allowed)",
         ": error: ", phase=P.ARG_PARSE, any_level=True,
         example="sglang serve: error: argument --attention-backend: invalid choice: 'foo' (choose from 'fa3')"),
+    # The engine's argument class refusing a keyword it does not know (a caller passing an argument that was renamed or
+    # removed): the programmatic twin of argparse's `unrecognized arguments`.
+    sig("engine_args_unknown_keyword", C.INVALID_ARGUMENT, 60,
+        r"\b(?:(?:Async)?EngineArgs|ServerArgs|(?:Async)?LLM(?:Engine)?)\.__init__\(\) "
+        r"got an unexpected keyword argument",
+        "unexpected keyword argument", phase=P.ARG_PARSE,
+        example="TypeError: EngineArgs.__init__() got an unexpected keyword argument 'use_v2_block_manager'"),
     sig("not_divisible", C.INVALID_ARGUMENT, 55, r"(?:must|should) be divisible by|is not divisible by",
         "divisible", phase=P.ARG_PARSE,
         example="ValueError: Total number of attention heads (64) must be divisible by tensor parallel size (3)."),

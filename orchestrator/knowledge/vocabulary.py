@@ -28,7 +28,7 @@ _REFUSAL = (
     r"(?:\bnot (?:yet )?(?:supported|available|implemented|compiled|built)\b|\bunsupported\b|\bonly supports?\b"
     r"|\bonly (?:be )?(?:supported|available|works?|runs?)\b|\brequires?\b|\bno (?:kernel|implementation)s?\b"
     r"|\bdoes(?:n't| not) (?:yet )?support\b|\bnot (?:support|work)\w*\b|\bminimum (?:capability|arch\w*)\b"
-    r"|\bonly\b.{0,80}\b(?:is|are) supported\b)"
+    r"|\bonly\b.{0,80}\b(?:is|are) supported\b|\bno supported\b)"
 )
 _UNKNOWN_ARCH = (
     rf"(?i:\b(?:unknown|unrecogni[sz]ed)\W+(?:(?:GPU|device|target|chip|hardware|CUDA|AMD|NVIDIA)\W+)?){ARCH}"

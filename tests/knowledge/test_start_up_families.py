@@ -222,3 +222,36 @@ def test_a_compiler_that_does_not_know_the_target_is_a_failed_build_not_the_arch
     lines = [*TB, "RuntimeError: Error building extension 'fused_rope_ops'",
              "nvcc fatal   : Unsupported gpu architecture 'compute_110a'", "ninja: build stopped: subcommand failed."]
     assert _verdict(lines) == (C.KERNEL_JIT_ERROR, "RuntimeError: Error building extension 'fused_rope_ops'")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: No supported CUDA architectures found for major versions [12].",
+        "ValueError: no supported architecture among ['sm_90a', 'sm_100a'] for this GPU (sm_121)",
+    ],
+)
+def test_a_library_that_finds_no_supported_architecture_refuses_the_gpu(line: str) -> None:
+    assert _verdict([*TB, line]) == (C.KERNEL_NOT_SUPPORTED_ON_ARCH, line)
+
+
+def test_no_supported_backend_without_an_architecture_is_not_about_the_gpu() -> None:
+    assert _verdict([*TB, "ValueError: No supported attention backend found for this model"])[0] != (
+        C.KERNEL_NOT_SUPPORTED_ON_ARCH)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "TypeError: AsyncEngineArgs.__init__() got an unexpected keyword argument 'disable_log_requests'",
+        "TypeError: ServerArgs.__init__() got an unexpected keyword argument 'enable_mixed_chunk_prefill'",
+        "TypeError: LLM.__init__() got an unexpected keyword argument 'swap_space'",
+    ],
+)
+def test_the_engines_argument_class_refusing_a_keyword_is_an_unrecognised_argument(line: str) -> None:
+    assert _verdict([*TB, line]) == (C.INVALID_ARGUMENT, line)
+
+
+def test_an_unexpected_keyword_elsewhere_is_no_argument_of_the_engine() -> None:
+    line = "TypeError: LlamaAttention.forward() got an unexpected keyword argument 'position_ids'"
+    assert _verdict([*TB, line])[0] == C.PYTHON_EXCEPTION_OTHER
