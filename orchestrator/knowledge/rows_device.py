@@ -195,10 +195,11 @@ DEVICE_ROWS: tuple[Signature, ...] = (
     sig("illegal_memory_access", C.ILLEGAL_MEMORY_ACCESS, 80,
         r"(?i)illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|misaligned address"
         r"|an illegal instruction was encountered|cudaErrorIllegalInstruction|CUDA_ERROR_ILLEGAL_INSTRUCTION"
-        r"|Warp Illegal Address|Memory access fault by GPU|HSA_STATUS_ERROR_MEMORY_(?:FAULT|APERTURE_VIOLATION)",
+        r"|Warp Illegal Address|Memory access fault by GPU|HSA_STATUS_ERROR_MEMORY_(?:FAULT|APERTURE_VIOLATION)"
+        r"|MPU address access is invalid",  # Ascend CANN: the memory protection unit refused a core's access
         ("illegal memory access", "IllegalAddress", "ILLEGAL_ADDRESS", "misaligned address", "Illegal Address",
          "illegal instruction", "IllegalInstruction", "ILLEGAL_INSTRUCTION",
-         "Memory access fault", "HSA_STATUS_ERROR_MEMORY"), any_level=True,
+         "Memory access fault", "HSA_STATUS_ERROR_MEMORY", "MPU address"), any_level=True,
         example="RuntimeError: CUDA error: an illegal memory access was encountered"),
     sig("kernel_assertion", C.CUDA_DEVICE_ASSERT, 78,
         r"(?:block: \[\d+, ?\d+, ?\d+\], thread: \[\d+, ?\d+, ?\d+\]|\.cuh?:\d+:).*Assertion .+ failed",

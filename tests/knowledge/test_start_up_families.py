@@ -255,3 +255,11 @@ def test_the_engines_argument_class_refusing_a_keyword_is_an_unrecognised_argume
 def test_an_unexpected_keyword_elsewhere_is_no_argument_of_the_engine() -> None:
     line = "TypeError: LlamaAttention.forward() got an unexpected keyword argument 'position_ids'"
     assert _verdict([*TB, line])[0] == C.PYTHON_EXCEPTION_OTHER
+
+
+def test_an_npu_core_refused_by_the_memory_protection_unit_is_an_illegal_memory_access() -> None:
+    line = ("    The extend info: errcode:(0, 0x800000, 0) errorStr: The MPU address access is invalid. "
+            "fixp_error0 info: 0x1, subErrType:4.[FUNC:ProcessStarsCoreErrorInfo][FILE:device_error_core_proc.cc]")
+    lines = ["[rank0]:[W101 10:00:00.000 compiler_depend.ts:57] Warning: EZ9999: Inner Error!", line,
+             "    Kernel task happen error, retCode=0x31, [vector core exception].[FUNC:PreCheckTaskErr]"]
+    assert _verdict(lines) == (C.ILLEGAL_MEMORY_ACCESS, line)
