@@ -169,6 +169,14 @@ DEVICE_ROWS: tuple[Signature, ...] = (
     sig("supported_sizes_assert", C.UNSUPPORTED_CONFIG, 40,
         r"^assert\s+[\w.\[\]()]+\s+in\s+[\{\[\(]\s*(?:\d+\s*,\s*)+\d+\s*,?\s*[\}\]\)]\s*(?:,.*)?$", "assert ",
         context=r'File "', example="assert Lk in {16, 32, 64, 128}"),
+    # A kernel backend refusing the dtype of the tensors it is given (a checkpoint quantized otherwise than the backend
+    # expects): TVM-FFI's `Check failed: w.dtype() == ...` in FlashInfer's kernels, `weights must be fp8`.
+    sig("backend_dtype_check", C.UNSUPPORTED_CONFIG, 56,
+        r"Check failed: \S+\.dtype\(\) ==|(?i:\b\w*(?:weights?|inputs?|tensors?|activations?|scales?)\b.{0,20}"
+        r"\bmust be (?:of (?:dtype|type) )?(?:fp8|fp4|nvfp4|mxfp4|bf16|fp16|float8\w*|bfloat16|float16|int8|int4)\b)",
+        ("Check failed", "must be"),
+        example="tvm.error.InternalError: Check failed: gemm1_weights.dtype() == dl_float8_e4m3fn (int8 vs. "
+        "float8_e4m3fn) : FP8 block scale MoE: gemm1_weights must be fp8."),
     sig("assert_in_config_code", C.UNSUPPORTED_CONFIG, 35, r"^AssertionError\b", "AssertionError",
         context=r"(?i)kv_cache_dtype|fp8|fp4|nvfp4|quant|_backend\b|backend\.py", example="AssertionError"),
     # Out of memory.

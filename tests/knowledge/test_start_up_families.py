@@ -263,3 +263,20 @@ def test_an_npu_core_refused_by_the_memory_protection_unit_is_an_illegal_memory_
     lines = ["[rank0]:[W101 10:00:00.000 compiler_depend.ts:57] Warning: EZ9999: Inner Error!", line,
              "    Kernel task happen error, retCode=0x31, [vector core exception].[FUNC:PreCheckTaskErr]"]
     assert _verdict(lines) == (C.ILLEGAL_MEMORY_ACCESS, line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "tvm.error.InternalError: Check failed: hidden_states.dtype() == dl_bfloat16 (float16 vs. bfloat16) : "
+        "routed MoE expects bf16 activations",
+        "RuntimeError: FP4 grouped GEMM: the weights must be nvfp4, got uint8",
+    ],
+)
+def test_a_kernel_backend_refusing_the_dtype_it_is_given_is_an_unsupported_configuration(line: str) -> None:
+    assert _verdict([*TB, line]) == (C.UNSUPPORTED_CONFIG, line)
+
+
+def test_a_value_that_must_be_a_number_is_no_dtype_refusal() -> None:
+    line = "ValueError: gpu_memory_utilization must be between 0 and 1"
+    assert _verdict([*TB, line])[0] != C.UNSUPPORTED_CONFIG
