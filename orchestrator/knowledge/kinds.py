@@ -33,11 +33,13 @@ _QUOTES_ANOTHER = re.compile(
     r"(?=.*?(?:\b[A-Z]\w*(?:Error|Exception)\b|(?i:original error|creation task|stack ?trace)))"
     r"|(?i:inspect the stack ?trace to find the original error|(?:see|check) the stack ?trace above"
     r"|see root cause above)"
+    r"|\bCUDA warning: .{1,200}\(function \w+\)\s*$"
 )
 """A message that reports a failure elsewhere by quoting it (`EngineDeadError: Engine loop is not running ...:
 OutOfMemoryError(...)`, `Worker failed with error '...', please check the stack trace above`): the quoted failure is
 stated first-hand on another line. A wrapper that carries no other failure (`ActorDiedError: The actor died
-unexpectedly before finishing this task.`) quotes nothing: it is itself the statement."""
+unexpectedly before finishing this task.`) quotes nothing: it is itself the statement. PyTorch's `CUDA warning: <the
+error> (function destroyEvent)` is the sticky error met again while cleaning up: the error is raised elsewhere."""
 
 
 def is_warning(p: Parsed, message: str) -> bool:

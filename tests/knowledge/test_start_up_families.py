@@ -280,3 +280,11 @@ def test_a_kernel_backend_refusing_the_dtype_it_is_given_is_an_unsupported_confi
 def test_a_value_that_must_be_a_number_is_no_dtype_refusal() -> None:
     line = "ValueError: gpu_memory_utilization must be between 0 and 1"
     assert _verdict([*TB, line])[0] != C.UNSUPPORTED_CONFIG
+
+
+def test_a_cuda_warning_met_while_cleaning_up_is_no_root_beside_the_error_raised() -> None:
+    raised = "  what():  CUDA error: an illegal memory access was encountered"
+    lines = ["[rank1]:[W305 10:00:00.1 CUDAGuardImpl.h:119] Warning: CUDA warning: an illegal memory access was "
+             "encountered (function destroyEvent)",
+             "terminate called after throwing an instance of 'c10::Error'", raised]
+    assert _verdict(lines) == (C.ILLEGAL_MEMORY_ACCESS, raised)
