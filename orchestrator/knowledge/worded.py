@@ -46,7 +46,8 @@ WORDED: tuple[Signature, ...] = (
         example="AttributeError: '_OpNamespace' 'sgl_kernel' object has no attribute 'fused_add_rmsnorm'"),
     sig("extension_load_failed", C.IMPORT_ERROR, 72,
         r"(?i:failed to (?:import|load)|could not (?:import|load)).{0,160}(?:undefined symbol|symbol not found"
-        r"|cannot open shared object|DLL load failed)", ("ailed to", "ould not"), phase=P.IMPORT, any_level=True,
+        r"|cannot open shared object|DLL load failed|version `[^`']+' not found)", ("ailed to", "ould not"),
+        phase=P.IMPORT, any_level=True,
         example="WARNING 05-30 10:51:41 [_custom_ops.py:21] Failed to import from vllm._C with ImportError(\"dlopen("
         "/x/vllm/_C.abi3.so, 0x0002): symbol not found in flat namespace '___kmpc_dispatch_deinit'\")"),
     sig("config_validation", C.INVALID_ARGUMENT, 52, r"(?:^|\s)Value error, \S", "Value error, ",

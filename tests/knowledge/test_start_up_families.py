@@ -288,3 +288,11 @@ def test_a_cuda_warning_met_while_cleaning_up_is_no_root_beside_the_error_raised
              "encountered (function destroyEvent)",
              "terminate called after throwing an instance of 'c10::Error'", raised]
     assert _verdict(lines) == (C.ILLEGAL_MEMORY_ACCESS, raised)
+
+
+@pytest.mark.parametrize("lib", ["GLIBC_2.34", "GLIBCXX_3.4.30", "CXXABI_1.3.15"])
+def test_a_compiled_extension_needing_a_newer_system_library_is_an_import_error_even_as_a_warning(lib: str) -> None:
+    line = (f"WARNING 01-02 03:04:05 _custom_ops.py:14] Failed to import from vllm._C with ImportError(\"/lib/x86_64/"
+            f"libstdc++.so.6: version `{lib}' not found (required by /opt/venv/vllm/_C.abi3.so)\")")
+    assert _verdict(["INFO 01-02 03:04:00 api_server.py:1] vLLM API server version 0.5.1", line]) == (
+        C.IMPORT_ERROR, line)
