@@ -80,6 +80,10 @@ SERVING_ACTIVITY = re.compile(
 )
 """Lines that show a server answering requests: batches run, completions returned with 200."""
 
-REQUEST_HANDLER = re.compile(r"[\[ (]serving(?:_\w+)?\.py:\d+\]|\bError in preprocessing prompt inputs\b")
-"""Where an OpenAI-compatible server logs one request's failure (vLLM's `[serving_chat.py:257]`): it answers that
-request with an error status and goes on serving, so what is logged there is the request's, not the server's."""
+REQUEST_HANDLER = re.compile(
+    r"[\[ (]serving(?:_\w+)?\.py:\d+\]|\bError in preprocessing prompt inputs\b"
+    r"|\bError in (?:parse_\w+|detect_and_parse)\b"
+)
+"""Where an OpenAI-compatible server logs one request's failure (vLLM's `[serving_chat.py:257]`; SGLang's tool-call
+and reasoning parsers, `Error in parse_streaming_increment: ...`): it answers that request (with an error status, or
+without the parsed call) and goes on serving, so what is logged there is the request's, not the server's."""

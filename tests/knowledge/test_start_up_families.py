@@ -296,3 +296,15 @@ def test_a_compiled_extension_needing_a_newer_system_library_is_an_import_error_
             f"libstdc++.so.6: version `{lib}' not found (required by /opt/venv/vllm/_C.abi3.so)\")")
     assert _verdict(["INFO 01-02 03:04:00 api_server.py:1] vLLM API server version 0.5.1", line]) == (
         C.IMPORT_ERROR, line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[2026-01-02 03:04:05] Error in parse_streaming_increment: Unterminated string starting at: line 1 column 9",
+        "[2026-01-02 03:04:05] Error in detect_and_parse: Extra data: line 1 column 40 (char 39)",
+    ],
+)
+def test_a_tool_call_parser_failing_on_one_request_is_survived(line: str) -> None:
+    ready = "[2026-01-02 03:00:00] The server is fired up and ready to roll!"
+    assert _verdict([ready, line])[0] == C.HEALTHY
