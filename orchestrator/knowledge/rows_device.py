@@ -63,6 +63,12 @@ DEVICE_ROWS: tuple[Signature, ...] = (
     sig("kv_not_enough_memory", C.KV_CACHE_TOO_SMALL, 85, r"Not enough memory\. Please try to increase",
         "Not enough memory", phase=P.MEMORY_ALLOC,
         example="RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."),
+    # The memory left for the KV cache came out negative: vLLM's profiler logs it at INFO and the engine then fails
+    # (`Available KV cache memory: -2.14 GiB`), a statement of the cause whatever its level.
+    sig("kv_budget_negative", C.KV_CACHE_TOO_SMALL, 85,
+        r"(?i:\b(?:available )?KV cache memory|memory (?:available )?for (?:the )?KV cache)\W{0,4}(?:is )?-\d",
+        ("KV cache", "kv cache"), phase=P.MEMORY_ALLOC, any_level=True,
+        example="INFO 08-20 18:04:22 [gpu_worker.py:276] Available KV cache memory: -2.14 GiB"),
     sig("kv_smaller_than_context", C.KV_CACHE_TOO_SMALL, 85,
         r"larger than the maximum number of tokens that can be stored in KV cache"
         r"|No available memory for the cache blocks|KV cache is needed, which is larger than the available KV cache"

@@ -308,3 +308,16 @@ def test_a_compiled_extension_needing_a_newer_system_library_is_an_import_error_
 def test_a_tool_call_parser_failing_on_one_request_is_survived(line: str) -> None:
     ready = "[2026-01-02 03:00:00] The server is fired up and ready to roll!"
     assert _verdict([ready, line])[0] == C.HEALTHY
+
+
+def test_a_negative_kv_cache_budget_logged_at_info_is_the_cause() -> None:
+    line = "(EngineCore pid=42) INFO 03-04 05:06:07 [gpu_worker.py:300] Available KV cache memory: -0.87 GiB"
+    lines = [line, "(EngineCore pid=42) ERROR 03-04 05:06:07 [core.py:700] EngineCore failed to start.", *TB,
+             "RuntimeError: Engine core initialization failed. See root cause above."]
+    assert _verdict(lines) == (C.KV_CACHE_TOO_SMALL, line)
+
+
+def test_a_positive_kv_cache_budget_is_no_failure() -> None:
+    lines = ["(EngineCore pid=42) INFO 03-04 05:06:07 [gpu_worker.py:300] Available KV cache memory: 21.30 GiB",
+             "(APIServer pid=1) INFO 03-04 05:06:30 [api_server.py:1] Starting vLLM API server on http://0.0.0.0:8000"]
+    assert _verdict(lines)[0] == C.HEALTHY
