@@ -321,3 +321,15 @@ def test_a_positive_kv_cache_budget_is_no_failure() -> None:
     lines = ["(EngineCore pid=42) INFO 03-04 05:06:07 [gpu_worker.py:300] Available KV cache memory: 21.30 GiB",
              "(APIServer pid=1) INFO 03-04 05:06:30 [api_server.py:1] Starting vLLM API server on http://0.0.0.0:8000"]
     assert _verdict(lines)[0] == C.HEALTHY
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: create:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:89 HCCL function error: "
+        "HcclCommInitRootInfo(numRanks, &rootInfo, rank, &(comm->hcclComm_)), error code is 7",
+        "[ERROR] 2026-01-02-03:04:05 (PID:11, Device:3, RankID:-1) ERR02200 DIST call hccl api failed.",
+    ],
+)
+def test_ascends_collective_library_failing_is_the_distributed_runtime(line: str) -> None:
+    assert _verdict([*TB, line]) == (C.NCCL_ERROR, line)
