@@ -33,7 +33,10 @@ _PAREN = re.compile(r"\(([^()]{0,80}?\bpid=\d+[^()]{0,60})\)\s?")
 _SGL = re.compile(r"\[((?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?)((?: (?:DP|TP|EP|PP|CP|PD|ATTN)\d+)*)\] ?")
 _RANK = re.compile(r"\[(rank\d+|default\d+|gpu_id=\d+)\]:?\s?")
 _BRACKET_LEVEL = re.compile(rf"\[[\w.\-]+\] ({_LEVEL}):? ")
-_VLLM = re.compile(r"(?:([A-Z]{1,8}) )?(\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.\-]+:\d+\]? ?")
+_VLLM = re.compile(r"(?:([A-Z]{1,8}) )?(\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.\-]+(?:/[\w.\-]+)*:\d+\]? ?")
+"""vLLM's own prefix; newer releases name the file by its path in the package
+(`[v1/executor/multiproc_executor.py:824]`, a plugin's shortened `[vllm_ascend/.../platform.py:58]`), older ones by
+its base name (`[core.py:718]`, `engine.py:366]`)."""
 _ISO = re.compile(r"\[?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d))\]?\s")
 """A CI runner's or container runtime's own timestamp in front of the server's line (`[2025-11-06T02:10:00.702Z] `)."""
 _SYSLOG = re.compile(r"([A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) [\w.\-]+ [\w.\-/@]+(?:\[\d+\])?: ?")

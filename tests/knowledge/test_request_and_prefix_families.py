@@ -1,0 +1,54 @@
+"""Families from issue 32's later fitting misses: vLLM's prefix with a package path, a message about one request."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.classify.verdict import classify
+from orchestrator.harvest.evidence import extract_evidence
+from orchestrator.knowledge.lines import parse
+from orchestrator.model import Category
+
+C = Category
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ERROR 03-01 10:00:00 [v1/engine/core.py:901] RuntimeError: boom",
+        "(EngineCore_DP0 pid=7) ERROR 03-01 10:00:00 [v1/worker/gpu_model_runner.py:12] RuntimeError: boom",
+        "(Worker pid=9) ERROR 03-01 10:00:00 [some_plugin/.../platform.py:58] RuntimeError: boom",
+        "ERROR 03-01 10:00:00 [engine.py:366] RuntimeError: boom",
+    ],
+)
+def test_vllm_prefix_with_a_path_in_the_package_is_the_engines(line: str) -> None:
+    p = parse(line)
+    assert (p.level, p.body, p.style) == ("ERROR", "RuntimeError: boom", "vllm")
+
+
+def test_an_accelerator_out_of_memory_behind_a_path_prefix_is_fatal() -> None:
+    lines = ["(Worker_TP1 pid=5) ERROR 05-05 05:05:05 [v1/executor/multiproc_executor.py:700] Traceback (most recent "
+             "call last):",
+             "(Worker_TP1 pid=5) ERROR 05-05 05:05:05 [v1/executor/multiproc_executor.py:700]   File \"/a/b.py\", "
+             "line 1, in alloc",
+             "(Worker_TP1 pid=5) ERROR 05-05 05:05:05 [v1/executor/multiproc_executor.py:700] RuntimeError: XPU out "
+             "of memory. Tried to allocate 1.00 GiB"]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.CUDA_OOM, lines[-1])
+
+
+@pytest.mark.parametrize(
+    ("about_one", "about_none"),
+    [
+        ("ERROR 01-01 10:00:00 [kv_transfer/x_connector.py:10] Potentially invalid KV blocks for unrecognized request "
+         "cmpl-0123456789abcdef were retrieved.",
+         "ERROR 01-01 10:00:00 [kv_transfer/x_connector.py:10] Potentially invalid KV blocks were retrieved."),
+        ("ERROR 01-01 10:00:00 [router.py:5] Request timed out for request id=3fa85f64-5717-4562-b3fc-2c963f66afa6",
+         "ERROR 01-01 10:00:00 [router.py:5] Request timed out"),
+        ("ERROR 01-01 10:00:00 [p2p/conn.py:9] KV transfer failed for request req_9f8e7d6c5b4a: connection reset",
+         "ERROR 01-01 10:00:00 [p2p/conn.py:9] KV transfer failed: connection reset"),
+    ],
+)
+def test_an_error_about_one_named_request_is_the_requests(about_one: str, about_none: str) -> None:
+    assert classify(extract_evidence([about_one])).category is C.HEALTHY
+    assert classify(extract_evidence([about_none])).category is not C.HEALTHY
