@@ -109,6 +109,18 @@ SIGNATURES: tuple[Signature, ...] = (
         r"be (?:stuck|hung|hanging)|\bdeadlock detected)",
         ("watchdog", "Watchdog", "Health check failed", "within", "hang", "stuck", "hung", "deadlock"),
         example="Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"),
+    # A platform or launcher that gave the server a start-up deadline and saw it pass (Cloud Run's `container failed to
+    # start and listen on the port ... within the allocated timeout`, a launcher's `did not become healthy within 600
+    # s`, `timed out waiting for the server to start`): the start-up hung or was too slow, whoever says so.
+    sig("startup_deadline", C.HANG_OR_TIMEOUT, 56,
+        r"(?i:\b(?:failed to|did not|didn't|could not|couldn't|never|unable to) (?:start(?: up)?"
+        r"|become (?:ready|healthy)|c[oa]me up|be ready|listen)\b.{0,160}?\bwithin (?:the )?(?:\w+ ){0,2}(?:timeout"
+        r"|time ?limit|deadline|\d+(?:\.\d+)? ?(?:s|secs?|seconds?|m|mins?|minutes?)\b)|\btimed? ?out waiting for "
+        r"(?:the )?(?:server|container|model server|endpoint|instance|pod|service|replica)s? to (?:start|become ready"
+        r"|be ready|come up|listen))",
+        ("within", "Within", "WITHIN", "waiting for", "Waiting for", "WAITING FOR"), phase=P.WARMUP, any_level=True,
+        example="ERROR: (gcloud.run.deploy) The user-provided container failed to start and listen on the port "
+        "defined provided by the PORT=8080 environment variable within the allocated timeout."),
     sig("engine_handshake_timeout", C.HANG_OR_TIMEOUT, 55,
         r"(?i)timed out waiting for (?:the )?engines?|engine core .{0,30}(?:handshake|ready).{0,30}time",
         ("imed out waiting", "ngine core"), phase=P.WARMUP,

@@ -52,3 +52,29 @@ def test_an_accelerator_out_of_memory_behind_a_path_prefix_is_fatal() -> None:
 def test_an_error_about_one_named_request_is_the_requests(about_one: str, about_none: str) -> None:
     assert classify(extract_evidence([about_one])).category is C.HEALTHY
     assert classify(extract_evidence([about_none])).category is not C.HEALTHY
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ERROR: (gcloud.run.deploy) Revision 'srv-001' is not ready: the container failed to start and listen on the "
+        "port within the allocated timeout.",
+        "RuntimeError: the model server did not become healthy within 900 seconds",
+        "Error: timed out waiting for the server to become ready (http://127.0.0.1:30000/health)",
+        "ERROR 01-01 10:00:00 [launcher.py:9] container never came up within the configured deadline",
+    ],
+)
+def test_a_passed_start_up_deadline_is_a_hang_whoever_states_it(line: str) -> None:
+    verdict = classify(extract_evidence([line]))
+    assert (verdict.category, verdict.root_cause_line) == (C.HANG_OR_TIMEOUT, line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO 01-01 10:00:00 [api_server.py:1] Waiting for the server to start within 600 s",
+        "[2025-01-01 10:00:00] The server is fired up and ready to roll!",
+    ],
+)
+def test_waiting_for_a_start_up_is_no_deadline_passed(line: str) -> None:
+    assert classify(extract_evidence([line])).category is C.HEALTHY
