@@ -13,7 +13,8 @@ import re
 from orchestrator.knowledge.argnames import ARGUMENT_NAMES
 
 ARCH = (
-    r"(?:\bsm_?\d{2,3}[af]?\b|\bSM ?\d{2,3}[af]?\b|\bcompute[ _]capabilit(?:y|ies)\b|\b(?:device|cuda) capability\b"
+    r"(?:(?<![A-Za-z0-9])sm_?\d{2,3}[af]?(?![A-Za-z0-9])|\bSM ?\d{2,3}[af]?\b|\bcompute[ _]capabilit(?:y|ies)\b"
+    r"|\b(?:device|cuda) capability\b"
     r"|\bcapability[ :=]+\d+(?:\.\d)?\b"
     r"|(?<!odel )(?<!odel_)(?<!odel with )(?<!GGUF )\barch(?:itecture)?s?\b(?!\W{0,5}\w*(?:For[A-Z]|Model\b))"
     r"|\bgfx\d{2,4}[a-z]?\b"
@@ -22,13 +23,16 @@ ARCH = (
     r"|RTX ?(?:PRO ?)?\d{4}\w*|MI\d{3}X?)\b"
     r"|\bfp8e4nv\b|\bfp8e4b(?:8|15)\b|\bfp8e5b16\b)"
 )
-"""Words that name a GPU architecture: SM numbers, compute capability, gfx ids, families, models, per-arch dtypes."""
+"""Words that name a GPU architecture: SM numbers (also inside a kernel's name, `sparse_mla_sm120_decode`), compute
+capability, gfx ids, families, models, per-arch dtypes."""
 
 _REFUSAL = (
     r"(?:\bnot (?:yet )?(?:supported|available|implemented|compiled|built)\b|\bunsupported\b|\bonly supports?\b"
     r"|\bonly (?:be )?(?:supported|available|works?|runs?)\b|\brequires?\b|\bno (?:kernel|implementation)s?\b"
     r"|\bdoes(?:n't| not) (?:yet )?support\b|\bnot (?:support|work)\w*\b|\bminimum (?:capability|arch\w*)\b"
-    r"|\bonly\b.{0,80}\b(?:is|are) supported\b|\bno supported\b)"
+    r"|\bonly\b.{0,80}\b(?:is|are) supported\b|\bno supported\b"
+    r"|\bmust (?:go through|be (?:routed|dispatched) to)\b"
+    r"|\bno (?:matching |suitable |valid )?(?:dispatch|specializ\w*)\b)"
 )
 _UNKNOWN_ARCH = (
     rf"(?i:\b(?:unknown|unrecogni[sz]ed)\W+(?:(?:GPU|device|target|chip|hardware|CUDA|AMD|NVIDIA)\W+)?){ARCH}"

@@ -78,3 +78,34 @@ def test_a_passed_start_up_deadline_is_a_hang_whoever_states_it(line: str) -> No
 )
 def test_waiting_for_a_start_up_is_no_deadline_passed(line: str) -> None:
     assert classify(extract_evidence([line])).category is C.HEALTHY
+
+
+TB = ['Traceback (most recent call last):', '  File "/app/x.py", line 3, in main', "    run()"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "RuntimeError: Check failed: m <= 128 : prefill must go through fused_moe_sm100_prefill; got m=4096",
+        "RuntimeError: no matching dispatch for paged_attention_sm90a with head_dim=576",
+        "ValueError: grouped_gemm_sm120: no valid specialization for tile shape (128, 256)",
+    ],
+)
+def test_a_kernel_dispatch_gap_named_by_an_arch_specific_kernel_is_the_architectures(message: str) -> None:
+    lines = [*TB, message]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.KERNEL_NOT_SUPPORTED_ON_ARCH, message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # An arch-looking run of letters inside a word is no architecture ...
+        "ValueError: asm120x must go through the fallback path",
+        # ... and a dispatch gap that names no architecture is not the GPU's.
+        "RuntimeError: Check failed: m <= 128 : prefill must go through fused_moe_prefill; got m=4096",
+    ],
+)
+def test_a_dispatch_gap_without_an_architecture_is_not_the_architectures(message: str) -> None:
+    verdict = classify(extract_evidence([*TB, message]))
+    assert verdict.category is not C.KERNEL_NOT_SUPPORTED_ON_ARCH
