@@ -75,6 +75,18 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|(?i:adapter_(?:config\.json|model\.(?:safetensors|bin|pt)).{0,60}(?:not found|does not exist|missing))",
         ("No adapter found", "adapter_config", "adapter_model"),
         example="ValueError: Loading lora sql failed: No adapter found for /data/adapters/sql-lora"),
+    # A LoRA adapter whose modules are not the ones the model's LoRA support knows (vLLM's `While loading <path>,
+    # expected target modules in {...} but received [...]`, `mismatch of LoRA layer names`, a target module the base
+    # model does not have): the adapter's weights do not fit the model, as a checkpoint's names may not.
+    sig("adapter_modules_mismatch", C.WEIGHTS_LOAD_ERROR, 64,
+        r"(?i:\bexpected (?:lora )?(?:target )?modules? in\b|\bmismatch of lora (?:layer|module|weight) names\b"
+        r"|\b(?:lora|adapter)\b.{0,80}\btarget[_ ]modules?\b.{0,80}\b(?:not (?:supported|found|present|in)|mismatch\w*"
+        r"|unexpected|unsupported|do(?:es)? not match)\b)",
+        ("xpected target module", "xpected module", "xpected lora", "XPECTED", "ismatch of", "ISMATCH OF",
+         "target_module", "target module", "Target module", "TARGET"),
+        phase=P.MODEL_LOAD,
+        example="ValueError: While loading /adapters/a, expected target modules in {'q_proj', 'v_proj'} but received "
+        "['vision_tower.layers.0.mlp.fc1']"),
     sig("parameter_key_error", C.WEIGHTS_LOAD_ERROR, 50,
         r"^KeyError: '(?:\w+\.)+\w*(?:weight|bias|scale|qweight|qzeros|scales|g_idx|zero_point)\w*'",
         "KeyError", phase=P.MODEL_LOAD, example="KeyError: 'layers.0.mlp.down_proj.weight_scale'"),

@@ -109,3 +109,23 @@ def test_a_kernel_dispatch_gap_named_by_an_arch_specific_kernel_is_the_architect
 def test_a_dispatch_gap_without_an_architecture_is_not_the_architectures(message: str) -> None:
     verdict = classify(extract_evidence([*TB, message]))
     assert verdict.category is not C.KERNEL_NOT_SUPPORTED_ON_ARCH
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "ValueError: While loading /data/adapters/chat, expected target modules in {'q_proj', 'k_proj'} but received "
+        "['vision_model.blocks.0.attn.qkv']",
+        "ValueError: mismatch of LoRA layer names: adapter has 'encoder.fc1', model has 'mlp.fc1'",
+        "RuntimeError: LoRA adapter sql-v2: target modules ['lm_head', 'conv1'] not supported by this model",
+    ],
+)
+def test_an_adapter_whose_modules_do_not_fit_the_model_is_a_weights_load_error(message: str) -> None:
+    lines = [*TB, message]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.WEIGHTS_LOAD_ERROR, message)
+
+
+def test_a_lora_rank_above_the_limit_stays_an_argument_problem() -> None:
+    lines = [*TB, "ValueError: LoRA rank 64 is greater than max_lora_rank 16."]
+    assert classify(extract_evidence(lines)).category is C.INVALID_ARGUMENT
