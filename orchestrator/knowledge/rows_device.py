@@ -185,11 +185,13 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         "float8_e4m3fn) : FP8 block scale MoE: gemm1_weights must be fp8."),
     sig("assert_in_config_code", C.UNSUPPORTED_CONFIG, 35, r"^AssertionError\b", "AssertionError",
         context=r"(?i)kv_cache_dtype|fp8|fp4|nvfp4|quant|_backend\b|backend\.py", example="AssertionError"),
-    # Out of memory.
+    # Out of memory, on any accelerator PyTorch drives (CUDA, ROCm's HIP, Ascend's NPU, Intel's XPU, Apple's MPS, ...):
+    # the same statement of the device's memory running out, whoever logs it and at whatever level.
     sig("cuda_oom", C.CUDA_OOM, 80,
-        r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation"
-        r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|HIP out of memory",
-        ("out of memory", "OutOfMemoryError", "cudaErrorMemoryAllocation", "_ALLOC_FAILED"), any_level=True,
+        r"(?:CUDA|HIP|NPU|XPU|MPS|MLU|GCU|MUSA) out of memory|OutOfMemoryError|(?:CUDA|HIP) error: out of memory"
+        r"|cudaErrorMemoryAllocation|hipErrorOutOfMemory|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED",
+        ("out of memory", "OutOfMemoryError", "cudaErrorMemoryAllocation", "hipErrorOutOfMemory", "_ALLOC_FAILED"),
+        any_level=True,
         example="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 380.00 MiB."),
     # NCCL's report of the CUDA call that failed (`Last error: Cuda failure 'out of memory'`): the cause of its error.
     sig("nccl_cuda_oom", C.CUDA_OOM, 82, r"(?i:cuda failure \d*\s*'?out of memory)", ("uda failure", "UDA failure"),

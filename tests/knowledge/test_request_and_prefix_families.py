@@ -129,3 +129,16 @@ def test_an_adapter_whose_modules_do_not_fit_the_model_is_a_weights_load_error(m
 def test_a_lora_rank_above_the_limit_stays_an_argument_problem() -> None:
     lines = [*TB, "ValueError: LoRA rank 64 is greater than max_lora_rank 16."]
     assert classify(extract_evidence(lines)).category is C.INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2026-01-01 10:00:00,000 - INFO - RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 3)",
+        "[2026-01-01 10:00:00] WARNING worker.py:3: XPU out of memory. Tried to allocate 512.00 MiB",
+        "INFO 01-01 10:00:00 [gpu_worker.py:9] RuntimeError: MPS out of memory (allocated 30 GB, max allowed 32 GB)",
+    ],
+)
+def test_any_accelerators_out_of_memory_is_stated_at_any_level(line: str) -> None:
+    verdict = classify(extract_evidence([line]))
+    assert (verdict.category, verdict.root_cause_line) == (C.CUDA_OOM, line)
