@@ -154,12 +154,15 @@ SIGNATURES: tuple[Signature, ...] = (
         r"^(?:\w+ )?(?:FATAL|Fatal|fatal)(?: error)?:|^(?:CRITICAL|Critical)\b|^Error: |^error: |^ERROR: ",
         ("FATAL", "Fatal", "fatal", "CRITICAL", "Critical", "Error: ", "error: ", "ERROR: "),
         example="fatal: unable to start the scheduler"),
-    # Native crashes, signals, and what only says that something died.
+    # Native crashes, signals, and what only says that something died; a shell's status line for a job a signal ended
+    # with a core (`Quit (core dumped)`, `Bus error (core dumped)`) is one too: its signal's name is the literal the
+    # prefilter can find it by (`core dumped` alone has no rare letter to anchor on).
     sig("native_crash", C.UNKNOWN, 19,
         r"Segmentation fault|SIGSEGV|SIGABRT|SIGBUS|Caught signal (?:11|6|7|4|8)\b|Fatal Python error|core dumped"
         r"|terminate called after throwing",
         ("Segmentation fault", "SIGSEGV", "SIGABRT", "SIGBUS", "Caught signal", "Fatal Python error", "core dumped",
-         "terminate called"), vocabulary=states_not_guesses,
+         "terminate called", "Quit (", "Bus error (", "Illegal instruction (", "Floating point exception (",
+         "Trace/breakpoint trap ("), vocabulary=states_not_guesses,
         example="Fatal Python error: Segmentation fault"),
     sig("scheduler_exception", C.PYTHON_EXCEPTION_OTHER, 18, r"\w hit an exception", "hit an exception",
         generic=True, example="Scheduler hit an exception: Traceback (most recent call last):"),

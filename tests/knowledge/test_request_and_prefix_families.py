@@ -142,3 +142,14 @@ def test_a_lora_rank_above_the_limit_stays_an_argument_problem() -> None:
 def test_any_accelerators_out_of_memory_is_stated_at_any_level(line: str) -> None:
     verdict = classify(extract_evidence([line]))
     assert (verdict.category, verdict.root_cause_line) == (C.CUDA_OOM, line)
+
+
+@pytest.mark.parametrize(
+    "status",
+    ["Quit (core dumped)", "Bus error (core dumped)", "Illegal instruction (core dumped)",
+     "Floating point exception (core dumped)", "Trace/breakpoint trap (core dumped)"],
+)
+def test_a_shells_core_dump_status_after_a_quiet_start_is_a_failure_with_no_cause_named(status: str) -> None:
+    lines = ["2026-01-01T10:00:00.000000Z  INFO launcher: Waiting for worker0 to signal that it's ready", status]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.UNKNOWN, status)
