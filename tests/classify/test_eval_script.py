@@ -108,10 +108,10 @@ def test_floors_on_the_checking_part() -> None:
     checking = ev.figures(ev.split(scored)["checking"])
     assert checking["logs"] >= 50
     # Issue 32's target is 0.90 for all three; these floors guard what the checking part has reached (category
-    # 0.785, root line 0.892, similar 0.946 on 110 failing + 20 healthy logs, scripts/eval-classify --split) with a
+    # 0.797, root line 0.902, similar 0.94 on 121 failing + 22 healthy logs, scripts/eval-classify --split) with a
     # small margin against regressions, and rise as general rules land; the checking part is never tuned on. They
-    # were 0.87 / 0.91 on 73 + 14 logs: the 169 real logs gathered since, of kinds thin before (ROCm, Ascend,
-    # multi-node, speculative decoding, container and export formats), put 37 more failing logs in this part, and
+    # were 0.87 / 0.91 on 73 + 14 logs: the 220 real logs gathered since, of kinds thin before (ROCm, Ascend,
+    # multi-node, speculative decoding, container and export formats), put 48 more failing logs in this part, and
     # those the rules read worse; the figure fell with the data, not with a change of the rules.
     assert checking["healthy_false_alarms"] == 0, checking
     assert checking["root_cause_line"] >= 0.88, checking
