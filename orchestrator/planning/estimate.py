@@ -11,11 +11,12 @@ from collections.abc import Sequence
 
 from orchestrator.matrix.cost import Estimate, estimate
 from orchestrator.model import Cell, Status
-from orchestrator.planning.strategy import worst_case_s
 from orchestrator.settings import Deadlines, LoadSettings
 from orchestrator.sim.scenario import Scenario
 from orchestrator.store.records import PastRun
 
+PROBES = 5
+"""Greedy, sampled, stream, concurrent, alive-after: each bounded by the probe deadline."""
 SIM_OVERHEAD_S = 1.5
 """Probes, stop and GPU release of one simulated launch, beyond its scenario's startup phases."""
 
@@ -45,6 +46,20 @@ def simulated_launch_s(scenario: Scenario, load: LoadSettings | None) -> float:
     # A `perf:` server shares its speed among the requests in flight; without it each decodes on its own.
     per_token_s = 1 / scenario.perf.tok_s if scenario.perf else timing.decode_token_s / max(1, load.concurrency)
     return startup + tokens * per_token_s + SIM_OVERHEAD_S
+
+
+def worst_case_s(deadlines: Deadlines, load: LoadSettings | None = None) -> float:
+    """The longest one launch may take under its deadlines: startup, every probe, the speed load, the stop."""
+    probes = PROBES * deadlines.probe + load_worst_case_s(load, deadlines)
+    return deadlines.ready + probes + deadlines.stop_grace + deadlines.gpu_release
+
+
+def load_worst_case_s(load: LoadSettings | None, deadlines: Deadlines) -> float:
+    """The longest the speed load may take: each wave of `concurrency` requests is held to the probe deadline."""
+    if load is None:
+        return 0.0
+    waves = -(-load.requests // max(1, load.concurrency))
+    return load.repeat * waves * deadlines.probe
 
 
 def launch_estimate(

@@ -7,10 +7,8 @@ from collections.abc import Sequence
 from orchestrator.matrix.cost import Strategy, default_strategy, estimate
 from orchestrator.matrix.covering import covering_cells
 from orchestrator.model import Cell
+from orchestrator.planning.estimate import worst_case_s
 from orchestrator.settings import Deadlines, LoadSettings
-
-PROBES = 5
-"""Greedy, sampled, stream, concurrent, alive-after: each bounded by the probe deadline."""
 
 
 def axis_values(cells: Sequence[Cell]) -> dict[str, list[str]]:
@@ -45,20 +43,6 @@ def default_budget(matrix_cells: int, start: int, axes: int) -> int:
     """Cells an adaptive sweep launches at most without `--budget`: a tenth of the matrix, and at least
     the covering array plus a few cells per axis to localise with (small matrices)."""
     return max(matrix_cells // 10, start + 2 * axes)
-
-
-def worst_case_s(deadlines: Deadlines, load: LoadSettings | None = None) -> float:
-    """The longest one launch may take under its deadlines: startup, every probe, the speed load, the stop."""
-    probes = PROBES * deadlines.probe + load_worst_case_s(load, deadlines)
-    return deadlines.ready + probes + deadlines.stop_grace + deadlines.gpu_release
-
-
-def load_worst_case_s(load: LoadSettings | None, deadlines: Deadlines) -> float:
-    """The longest the speed load may take: each wave of `concurrency` requests is held to the probe deadline."""
-    if load is None:
-        return 0.0
-    waves = -(-load.requests // max(1, load.concurrency))
-    return load.repeat * waves * deadlines.probe
 
 
 def cost_line(

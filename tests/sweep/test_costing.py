@@ -12,8 +12,13 @@ from pathlib import Path
 
 from orchestrator.config.model import HostConfig
 from orchestrator.model import Category, Cell, Status, Verdict
-from orchestrator.planning.estimate import SIM_OVERHEAD_S, launch_estimate, past_durations
-from orchestrator.planning.strategy import load_worst_case_s, worst_case_s
+from orchestrator.planning.estimate import (
+    SIM_OVERHEAD_S,
+    launch_estimate,
+    load_worst_case_s,
+    past_durations,
+    worst_case_s,
+)
 from orchestrator.settings import Deadlines, LoadSettings
 from orchestrator.sim.scenario import load_scenario
 from orchestrator.store import RunRecord, Store

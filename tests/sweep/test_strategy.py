@@ -6,7 +6,8 @@ from itertools import product
 
 from orchestrator.matrix.expand import cell_id
 from orchestrator.model import Cell
-from orchestrator.planning.strategy import axis_values, cost_line, starting_cells, worst_case_s
+from orchestrator.planning.estimate import worst_case_s
+from orchestrator.planning.strategy import axis_values, cost_line, starting_cells
 from orchestrator.settings import Deadlines
 
 AXES = {
