@@ -307,6 +307,9 @@ class SshTransport(Transport):
         conn = self._connection()
         with self._lock:
             if self._sftp_client is None and not self._no_sftp:
+                if conn is not self._conn or not conn.is_connected:
+                    # Another thread dropped it between our getting it and now (its retry reconnects): ours does too.
+                    raise ConnectionLost(f"{self.describe()}: the connection closed while opening SFTP")
                 with map_transport_errors(f"{self.describe()}: open SFTP"):
                     try:
                         sftp = conn.client.open_sftp()
