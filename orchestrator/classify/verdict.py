@@ -267,16 +267,15 @@ def _healthy(evidence: Evidence, phase: Phase | None) -> Verdict:
 
 
 def _health_line(evidence: Evidence) -> str | None:
-    """The line that shows health: the ready marker (else uvicorn's: running, else its application startup), else
-    the last line the log reached."""
+    """The line that shows health: the ready marker, else the last line of the furthest start-up milestone the log
+    reached (uvicorn running, the engine's init done, graph capture ended), else the last line the log reached."""
     ready = ready_line_no(evidence)
     if ready is not None:
         return next(m.line.text for m in evidence.markers if m.line.line_no == ready)
-    listening = evidence.marker(UVICORN_MARKER) or evidence.marker(APP_STARTUP_MARKER)
-    if listening is not None:
-        return listening.line.text
+    if evidence.last_marker is not None:
+        return evidence.last_marker.line.text
     last = next((line for line in reversed(evidence.tail) if line.strip()), None)
-    return last if last is not None else _last_marker_line(evidence)
+    return last
 
 
 def _verdict(category: Category, phase: Phase | None, root: str | None, reason: str) -> Verdict:
