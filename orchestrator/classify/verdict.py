@@ -24,7 +24,7 @@ from orchestrator.classify.similar import similar_to
 from orchestrator.classify.survival import ready_line_no
 from orchestrator.harvest.records import Evidence, LogLine
 from orchestrator.knowledge.lines import parse, strip_ansi, ts_key
-from orchestrator.knowledge.markers import APP_STARTUP_MARKER, UVICORN_MARKER
+from orchestrator.knowledge.markers import UVICORN_MARKER
 from orchestrator.knowledge.patterns import Signature
 from orchestrator.model import Category, Phase, ProbeOutcome, ProbeResult, Status, Verdict
 from orchestrator.retries import host_failure
