@@ -17,7 +17,7 @@ from orchestrator.store.results import CellResult
 from orchestrator.sweep.adaptive import STOP_TEXT
 
 if TYPE_CHECKING:  # `table` prints not_run_lines: it must not load the preflight machinery costing needs
-    from orchestrator.sweep.costing import LaunchCost
+    from orchestrator.planning.strategy import LaunchCost
 
 
 def confirm_cost(

@@ -28,7 +28,8 @@ from orchestrator.matrix.helptext import parse_help, version_of_capture
 from orchestrator.matrix.shipped import shipped_grammar, shipped_versions
 from orchestrator.model import Cell
 from orchestrator.planning.cells import CellPlan, plan_cell, plan_cells
-from orchestrator.planning.strategy import cost_line
+from orchestrator.planning.estimate import launch_estimate
+from orchestrator.planning.strategy import planned_cost
 from orchestrator.store import Store, default_db_path
 from orchestrator.sweep.connect import open_host
 
@@ -76,7 +77,12 @@ def validate(
             plans, source = shipped_plans(cells, gpus)
     on_host = host is not None or against is not None
     invalid = [p for p in plans if not p.ok]
-    cost = cost or cost_line(len(plans), [p.cell for p in plans if p.ok], matrix.deadlines, load=matrix.probes.load)
+    if cost is None:  # no host: no past runs, no known-bad cells, one launch at a time, the deadlines' worst case
+        valid, load = [p.cell for p in plans if p.ok], matrix.probes.load
+        cost = planned_cost(
+            len(plans), valid, len(invalid), None, None, (),
+            lambda n: launch_estimate(n, 1, matrix.deadlines, [], valid, False, load),
+        ).text()  # fmt: skip
     if fmt == "json":
         typer.echo(json.dumps(_document(matrix, plans, source, on_host, cost), indent=2))
     else:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import median
 from typing import Literal
 
 Strategy = Literal["full", "pairwise", "adaptive"]
@@ -38,11 +36,4 @@ class Estimate:
         took = f"{self.hours:.1f} h" if self.hours >= 1 else f"{max(1, round(self.hours * 60))} min"
         packed = f", {self.parallel} at a time" if self.parallel > 1 else ""
         return f"{self.cells} cells, about {took} (per cell {self.per_cell_s:.0f} s{packed}, from {self.source})"
-
-
-def estimate(cells: int, past_durations_s: Sequence[float], deadlines_s: float, parallel: int = 1) -> Estimate:
-    """Median of past runs of the same host and model when there are any, else the sum of the phase deadlines."""
-    if past_durations_s:
-        return Estimate(cells, float(median(past_durations_s)), f"past runs ({len(past_durations_s)})", parallel)
-    return Estimate(cells, float(deadlines_s), "deadlines", parallel)
 

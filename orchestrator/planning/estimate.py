@@ -8,8 +8,9 @@ worst case the deadlines allow. Packing divides the wall time by the launches th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from statistics import median
 
-from orchestrator.matrix.cost import Estimate, estimate
+from orchestrator.matrix.cost import Estimate
 from orchestrator.model import Cell, Status
 from orchestrator.settings import Deadlines, LoadSettings
 from orchestrator.sim.scenario import Scenario
@@ -78,7 +79,7 @@ def launch_estimate(
     parallel = max(1, gpus // widest) if packed else 1
     durations = past_durations(history, model)
     if durations:
-        return estimate(cells, durations, 0.0, parallel)
+        return Estimate(cells, float(median(durations)), f"past runs ({len(durations)})", parallel)
     if simulated is not None:
         return Estimate(cells, simulated_launch_s(simulated, load), "the simulated host's timing", parallel)
     return Estimate(cells, worst_case_s(deadlines, load), "deadlines", parallel)

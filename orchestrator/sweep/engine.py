@@ -23,11 +23,11 @@ from orchestrator.matrix.cost import Strategy, default_strategy
 from orchestrator.matrix.expand import expand
 from orchestrator.model import Cell
 from orchestrator.planning.known_bad import Proof
-from orchestrator.planning.strategy import starting_cells
+from orchestrator.planning.strategy import LaunchCost, starting_cells
 from orchestrator.store.records import SweepRecord, new_sweep_id
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.connect import open_host
-from orchestrator.sweep.costing import LaunchCost, plan_estimate
+from orchestrator.sweep.costing import plan_estimate
 from orchestrator.sweep.interrupt import Interrupts, SweepInterrupted
 from orchestrator.sweep.lanes import Lane, Member, each, join_hosts, laned
 from orchestrator.sweep.options import SweepHooks, SweepOptions, SweepOutcome, check_launch_secrets, sweep_settings
@@ -244,7 +244,7 @@ def _cost(
     estimate = plan_estimate(
         start, proofs, most, host, hosts, settings.deadlines, history, options.packed, settings.probes.load
     )
-    return LaunchCost.of(*what, start, proofs, most, estimate)
+    return LaunchCost.of(*what, [p.cell.cell_id for p in start.valid], len(start.invalid), proofs, most, estimate)
 
 
 def _joined(parts: Sequence[Preflight]) -> Preflight:

@@ -11,10 +11,10 @@ from orchestrator.errors import ConfigError, ConfigErrors
 from orchestrator.matrix.cost import Strategy
 from orchestrator.model import Cell
 from orchestrator.planning.cells import check_flag_secrets
+from orchestrator.planning.strategy import LaunchCost
 from orchestrator.settings import RetryPolicy
 from orchestrator.store.records import RunRecord
 from orchestrator.sweep.cell_run import AttemptResult, launch_env
-from orchestrator.sweep.costing import LaunchCost
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.hostdown import Announce
 from orchestrator.sweep.preflight import Preflight

@@ -7,20 +7,19 @@ and runs cells only through the callable it is given.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from orchestrator.classify.unlaunched import known_bad_verdict
 from orchestrator.config.model import HostConfig
-from orchestrator.matrix.cost import Strategy, default_strategy
+from orchestrator.matrix.cost import Strategy
 from orchestrator.model import Cell
 from orchestrator.planning.cells import CellPlan
 from orchestrator.planning.known_bad import Proof, known_bad
-from orchestrator.planning.strategy import axis_values, default_budget, starting_cells
+from orchestrator.planning.strategy import LaunchCost, axis_values, default_budget, planned_cost
 from orchestrator.settings import Deadlines, LoadSettings
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.adaptive import Space, localise_rounds
 from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched
-from orchestrator.sweep.costing import LaunchCost, host_estimate
+from orchestrator.sweep.costing import host_estimate
 from orchestrator.sweep.preflight import Preflight
 from orchestrator.sweep.scheduler import Job
 
@@ -119,14 +118,10 @@ def plan_cost(
     load: LoadSettings | None = None,
 ) -> LaunchCost:
     """What `validate --host` prints: the cost of the plan a sweep of these cells would start with."""
-    cells = len(preflight.plans)
-    chosen: Strategy = strategy or default_strategy(cells)
-    keep = {c.cell_id for c in starting_cells(chosen, [p.cell for p in preflight.valid])}
-    start = replace(preflight, plans=[p for p in preflight.plans if p.cell.cell_id in keep or not p.ok])
     proofs = proofs_for(store, host.name, preflight, retry_known_bad, "") if store is not None else {}
-    most = adaptive_budget(budget, cells, preflight, start) if chosen == "adaptive" else None
-    first = len([p for p in start.valid if p.cell.cell_id not in proofs])
     history = store.host_history(host.name) if store is not None else []
-    sample = [p.cell for p in preflight.valid]
-    estimate = host_estimate(max(first, most or 0), host, deadlines, history, sample, packed, load)
-    return LaunchCost.of(cells, chosen, strategy is None, start, proofs, most, estimate)
+    valid = [p.cell for p in preflight.valid]
+    return planned_cost(
+        len(preflight.plans), valid, len(preflight.invalid), strategy, budget, proofs,
+        lambda cells: host_estimate(cells, host, deadlines, history, valid, packed, load),
+    )  # fmt: skip

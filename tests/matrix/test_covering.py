@@ -7,7 +7,7 @@ from itertools import product
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.matrix.cost import default_strategy, estimate
+from orchestrator.matrix.cost import Estimate, default_strategy
 from orchestrator.matrix.covering import covering_cells, pairs_of
 from tests.plan_axes import AXES
 
@@ -58,11 +58,11 @@ def test_any_valid_subset_is_covered(sizes: list[int], drop: set[int]) -> None:
         assert _covers(axes, cells, chosen)
 
 
-def test_default_strategy_and_estimate() -> None:
+def test_default_strategy_and_estimate_text() -> None:
     assert default_strategy(64) == "full"
     assert default_strategy(65) == "adaptive"
-    past = estimate(10, [600.0, 500.0, 700.0], deadlines_s=9999)
-    assert past.per_cell_s == 600.0 and "past runs (3)" in past.text()
-    cold = estimate(100, [], deadlines_s=3600)
-    assert cold.source == "deadlines" and cold.hours == 100
+    past = Estimate(10, 600.0, "past runs (3)")
+    assert past.text() == "10 cells, about 1.7 h (per cell 600 s, from past runs (3))"
+    cold = Estimate(100, 3600.0, "deadlines", parallel=2)
+    assert cold.hours == 50 and "2 at a time" in cold.text()
     assert cold.hours > 12 > past.hours  # `sweep` asks before a night above --max-hours (cli/sweep_plan.py)

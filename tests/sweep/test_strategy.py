@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from itertools import product
 
+from orchestrator.matrix.cost import Estimate
 from orchestrator.matrix.expand import cell_id
 from orchestrator.model import Cell
-from orchestrator.planning.estimate import worst_case_s
-from orchestrator.planning.strategy import axis_values, cost_line, starting_cells
+from orchestrator.planning.estimate import launch_estimate, worst_case_s
+from orchestrator.planning.strategy import axis_values, planned_cost, starting_cells
 from orchestrator.settings import Deadlines
 
 AXES = {
@@ -38,11 +39,25 @@ def test_pairwise_start_is_a_small_subset_of_valid_cells() -> None:
     assert starting_cells("pairwise", cells, already_run=start) == []
 
 
-def test_cost_line_names_strategy_count_and_source() -> None:
+def test_planned_cost_names_strategy_count_and_source() -> None:
     cells = _cells()
-    line = cost_line(len(cells), cells, Deadlines())
-    assert line.startswith("648 cells; strategy adaptive (the default for this size): launches ")
+
+    def cold(n: int) -> Estimate:
+        return launch_estimate(n, 1, Deadlines(), [], cells, False, None)
+
+    line = planned_cost(len(cells), cells, 0, None, None, (), cold).text()
+    assert line.startswith("648 cells; strategy adaptive (the default for this size): launches at most ")
     assert "from deadlines" in line and "localisation" in line
-    small = cost_line(30, cells[:30], Deadlines(), "full", past_durations_s=[600.0])
-    assert "launches 30 cells, about 5.0 h" in small and "past runs (1)" in small
+    start = starting_cells("adaptive", cells)
+    adaptive = planned_cost(len(cells), cells, 3, None, None, (), cold)
+    assert adaptive.start == len(start) and adaptive.most == max(64, len(start) + 2 * len(axis_values(cells)))
+    assert adaptive.estimate.cells == adaptive.most and "3 invalid (rejected before launch)" in adaptive.text()
+    # Known-bad cells leave the first cells; a --budget replaces the default one.
+    bad = {start[0].cell_id, start[1].cell_id}
+    budgeted = planned_cost(len(cells), cells, 0, "adaptive", 20, bad, cold)
+    assert (budgeted.start, budgeted.known_bad, budgeted.most) == (len(start) - 2, 2, 20)
+    assert "2 known bad from past sweeps" in budgeted.text()
+    small = planned_cost(30, cells[:30], 0, "full", None, (), cold)
+    assert small.text().startswith("30 cells; strategy full: launches 30 cells, about ")
+    assert small.estimate.per_cell_s == worst_case_s(Deadlines())
     assert worst_case_s(Deadlines()) == 2700 + 5 * 120 + 15 + 60
