@@ -59,7 +59,7 @@ class Family:
 ARGS_FRAMES = (
     r"in (?:parse_args|prepare_server_args|parse_cli_args|from_cli_args|check_server_args|_pull_args\w*"
     r"|_handle_\w+|create_engine_config|_?verify_\w+|_?check_\w*args\w*)$|argparse\.py|arg_utils\.py"
-    r"|server_args\.py\", line \d+, in "
+    r"|server_args\.py\", line \d+, in |[/\\]vllm[/\\]config[/\\]\w+\.py\"|[/\\]arg_groups[/\\]\w+\.py\""
 )
 """Frames of the code that checks server arguments (SGLang's ServerArgs, vLLM's EngineArgs and config checks)."""
 _BAD_INPUT = r"(?:^|\.)(?:ValueError|IndexError|KeyError|TypeError|AssertionError|ArgumentError|ArgumentTypeError)$"

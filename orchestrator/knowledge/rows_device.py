@@ -56,8 +56,11 @@ DEVICE_ROWS: tuple[Signature, ...] = (
     # Another process holds the GPU memory (see verdict.py for the OOM-text rule).
     sig("memory_unbalanced", C.GPU_MEMORY_IN_USE, 90,
         r"memory capacity is unbalanced|GPUs? may be occupied by other processes|GPU memory used by other processes"
-        r"|Free memory on device .{0,60} is less than desired GPU memory utilization",
-        ("unbalanced", "occupied by other processes", "used by other processes", "Free memory on device"),
+        r"|Free memory on device .{0,60} is less than desired GPU memory utilization"
+        r"|(?:other|another) process(?:es)? (?:sharing|using|holding|occupying) (?:the same )?"
+        r"(?:container|GPUs?|device)",
+        ("unbalanced", "occupied by other processes", "used by other processes", "Free memory on device",
+         "other process", "another process"),
         example="RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes."),
     # KV cache too small for the model's context, or exhausted at run time.
     sig("kv_not_enough_memory", C.KV_CACHE_TOO_SMALL, 85, r"Not enough memory\. Please try to increase",
@@ -93,7 +96,7 @@ DEVICE_ROWS: tuple[Signature, ...] = (
     # Ports.
     sig("port_in_use", C.PORT_IN_USE, 85,
         r"(?i)address already in use|\[Errno 98\]|EADDRINUSE|is not available in \d+ seconds"
-        r"|port \d+ is (?:already )?(?:in use|occupied)",
+        r"|port (?:\d+ )?is (?:already )?(?:in use|occupied)",
         ("ddress already in use", "Errno 98", "EADDRINUSE", "is not available in", "already in use", "occupied"),
         example="zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:30233')"),
     # Unsupported configurations and kernels that do not run on this GPU.
@@ -118,6 +121,7 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         rf"(?i)\b(?:only supports?|requires?|only (?:be )?(?:supported|available|works?) (?:on|for|with))\s+"
         rf"(?:an?\s+|the\s+)?(?:NVIDIA\s+)?{_ARCH}"
         rf"|\bnot supported on (?:this |the current )?(?:GPU|device|arch\w*)|\b{_ARCH} is not supported"
+        r"|\bdoes(?: not|n't) support\b.{0,80}\bon (?:this|the current|your) (?:GPU|device)\b"
         r"|compute capability (?:of )?(?:at least|>=?|below|lower than)"
         rf"|(?i:unsupported (?:gpu |arch\w* |compute capability|device capability)(?!\w* ?'compute_)"
         rf"|not (?:compiled|built) for (?:this|the "
@@ -153,7 +157,8 @@ DEVICE_ROWS: tuple[Signature, ...] = (
     sig("not_supported", C.UNSUPPORTED_CONFIG, 50,
         r"(?i)\b(?:is|are) not (?:yet )?supported\b|\bnot (?:yet )?supported (?:for|with|by|when|on|in)\b"
         r"|\bunsupported (?:\w+ ){0,2}(?:config\w*|combination|dtype|data ?type|quantization|model|backend|option"
-        r"|mode|value|format|feature|arch\w*)\b|\bdoes(?: not|n't) (?:yet )?support\b|\bonly supports?\b",
+        r"|mode|value|format|feature|arch\w*)\b|\bdoes(?: not|n't) (?:yet )?support\b|\bonly supports?\b"
+        r"|\bonly (?:be )?supported (?:on|for|with|by|in|when|if)\b",
         ("support", "Support"),
         example="ValueError: This configuration is not supported on this platform."),
     sig("flag_combination", C.UNSUPPORTED_CONFIG, 55,

@@ -16,7 +16,8 @@ ARCH = (
     r"(?:(?<![A-Za-z0-9])sm_?\d{2,3}[af]?(?![A-Za-z0-9])|\bSM ?\d{2,3}[af]?\b|\bcompute[ _]capabilit(?:y|ies)\b"
     r"|\b(?:device|cuda) capability\b"
     r"|\bcapability[ :=]+\d+(?:\.\d)?\b"
-    r"|(?<!odel )(?<!odel_)(?<!odel with )(?<!GGUF )\barch(?:itecture)?s?\b(?!\W{0,5}\w*(?:For[A-Z]|Model\b))"
+    r"|(?<!odel )(?<!odel_)(?<!odel with )(?<!GGUF )\barch(?:itecture)?s?\b"
+    r"(?!\W{0,5}(?:\w+\(\W{0,3})?\w*(?:For[A-Z]|Model\b))"
     r"|\bgfx\d{2,4}[a-z]?\b"
     r"|\b(?:Kepler|Maxwell|Pascal|Volta|Turing|Ampere|Ada(?: Lovelace)?|Hopper|Blackwell|CDNA\d?|RDNA\d?)\b"
     r"|\b(?:A10G?|A30|A40|A100|A800|A6000|H20|H100|H200|H800|B100|B200|B300|GB200|GB300|L4|L20|L40S?|T4|V100|P100"
@@ -30,7 +31,7 @@ _REFUSAL = (
     r"(?:\bnot (?:yet )?(?:supported|available|implemented|compiled|built)\b|\bunsupported\b|\bonly supports?\b"
     r"|\bonly (?:be )?(?:supported|available|works?|runs?)\b|\brequires?\b|\bno (?:kernel|implementation)s?\b"
     r"|\bdoes(?:n't| not) (?:yet )?support\b|\bnot (?:support|work)\w*\b|\bminimum (?:capability|arch\w*)\b"
-    r"|\bonly\b.{0,80}\b(?:is|are) supported\b|\bno supported\b"
+    r"|\bonly\b.{0,80}\b(?:is|are) supported\b|\bno supported\b|\bsupports? only\b|\bneeds?\b"
     r"|\bmust (?:go through|be (?:routed|dispatched) to)\b"
     r"|\bno (?:matching |suitable |valid )?(?:dispatch|specializ\w*)\b)"
 )
@@ -44,16 +45,20 @@ ARCH_REFUSAL = re.compile(rf"(?i:{_REFUSAL}).{{0,100}}{ARCH}|{ARCH}.{{0,100}}(?i
 DISTRIBUTED = (
     r"(?:\bc10d\b|\b[Gg]loo\b|\bGLOO\b|\b[Rr]endezvous\b|\brdzv\w*|\bTCPStore\b|\bProcessGroup\w*|\bibv_\w+"
     r"|\bRDMA\b|\bconnectFullMesh\b|(?<!\.)\binit_process_group\b(?!\()|\btorch\.distributed\b|\bDistStore\w*"
-    r"|\bMASTER_ADDR\b)"
+    r"|\bMASTER_ADDR\b|\bIB devices?\b|\bInfiniBand\b|\bbootstrap(?:_addr\w*|_room| server)\b)"
 )
 """Words that name the distributed runtime below NCCL: c10d, Gloo, rendezvous, the TCP store, InfiniBand verbs. A method
 called by name (`ray::Actor.init_process_group()` in a Ray task's header, `dist.init_process_group(` in code) is the
 code that ran, not a statement about the runtime."""
 _BREAKAGE = (
     r"(?i:\bfail(?:ed|ure|s)?\b|\berror\b|\brefused\b|\bNo route to host\b|\bunreachable\b|\breset by peer\b"
-    r"|\babort(?:ed)?\b|\bclosed\b|\bcannot (?:connect|reach)\b|\bbroken pipe\b)"
+    r"|\babort(?:ed)?\b|\bclosed\b|\bcannot (?:connect|reach)\b|\bbroken pipe\b|\blost (?:the )?connection\b"
+    r"|\btimed out\b)"
 )
-DISTRIBUTED_FAILURE = re.compile(rf"{DISTRIBUTED}.{{0,200}}{_BREAKAGE}|{_BREAKAGE}.{{0,120}}{DISTRIBUTED}")
+DISTRIBUTED_FAILURE = re.compile(
+    rf"{DISTRIBUTED}.{{0,200}}{_BREAKAGE}|{_BREAKAGE}.{{0,120}}{DISTRIBUTED}|(?i:\bno\s+){DISTRIBUTED}"
+)
+"""The runtime failing (in either order), or missing outright (`No IB devices found`)."""
 
 KERNEL_LIBRARIES = (
     r"(?:deep_gemm|deep_ep|flashinfer\w*|flash_attn\w*|flash_mla\w*|flashmla\w*|vllm_flash_attn\w*|sgl_kernel\w*"
@@ -67,3 +72,60 @@ _ARG_TOKEN = re.compile(r"(?<![\w.\-/])-{0,2}([a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)(
 def names_argument(message: str) -> bool:
     """Whether a message names a server argument the tool knows (`--max-model-len` or `max_model_len`)."""
     return any(m.group(1).replace("-", "_") in ARGUMENT_NAMES for m in _ARG_TOKEN.finditer(message))
+
+
+def names_no_argument(message: str) -> bool:
+    """Whether a message names no server argument: one that does is about the argument first."""
+    return not names_argument(message)
+
+CACHE = (
+    r"(?i:\bkv[ _-]?cache\b|\b(?:mamba|ssm|linear[ -]attention|hybrid)\W{0,3}(?:\w+\W{0,3})?(?:state )?cache\b"
+    r"|\bstate cache\b|\b(?:swa|kv|full kv) pool\b|\bcache blocks\b)"
+)
+"""Words that name the cache the memory left after the weights is for: the KV cache, a hybrid model's mamba/state cache,
+a sliding-window pool, the blocks they are cut into."""
+CACHE_SHORTAGE = re.compile(
+    rf"{CACHE}.{{0,80}}(?i:\btoo small\b|\binsufficient\b|\bnot enough\b|\bexhausted\b|\bcannot hold\b"
+    rf"|\bleaves no room\b|\bno (?:free|available) (?:space|blocks|memory)\b)"
+    rf"|(?i:\b(?:not enough|insufficient|no)\b (?:\w+ )?(?:memory|space|room)\b.{{0,60}}?\bfor\b).{{0,60}}?{CACHE}"
+    rf"|(?i:\bexceeds? (?:the )?available\b (?:\w+ )?){CACHE}"
+    r"|(?i:\b(?:increase|raise)\b (?:the )?`?-{0,2}(?:\w+[_-])?(?:mem(?:ory)?[_-](?:fraction|ratio|utilization)"
+    r"|gpu[_-]memory[_-]utilization)\w*)"
+)
+"""A cache the memory left does not hold, in the words the servers use: the cache too small or exhausted, no memory
+for it, a demand that exceeds it, or the advice to give it a larger share of the memory."""
+
+TOKENIZER = r"(?i:\b(?:fast |slow )?tokeni[sz]ers?\b(?! ?manager|_worker)|\bchat[ _]templates?\b|\bspecial tokens?\b)"
+"""Words that name the tokenizer or its chat template (not SGLang's tokenizer manager process)."""
+_TOKENIZER_FAULT = (
+    r"(?i:\bdoes(?: not|n't) (?:define|contain|have|match)\b|\bmissing\b|\bmust (?:contain|define|have|be)\b"
+    r"|\bcould not (?:locate|find|load)\b|\bcan(?:no|')t (?:apply|load|find|use)\b|\bunrecogni[sz]ed\b|\bnot set\b"
+    r"|\bneeds?\b|\bonly\b.{0,40}\bsupported\b|\binvalid\b|\bfailed to\b|\bnot (?:found|a valid)\b)"
+)
+TOKENIZER_FAULT = re.compile(
+    rf"{TOKENIZER}.{{0,120}}{_TOKENIZER_FAULT}|{_TOKENIZER_FAULT}.{{0,120}}{TOKENIZER}"
+    rf"|(?i:\bonly\b)(?:\W+\w+){{0,2}}?\W+{TOKENIZER}.{{0,40}}(?i:\bsupported\b)"
+)
+"""The tokenizer or chat template named beside what is wrong with it."""
+
+CHECKPOINT = (
+    r"(?i:\bcheckpoints?\b|\bweights?(?: files?)?\b|\bsafetensors\b|\bstate[_ ]dict\b|\bconfig\.json\b"
+    r"|\bconfiguration of\b|\bserialized model\b|\bshards?\b)"
+)
+"""Words that name a checkpoint: its files, weights, tensors' container, its config."""
+_CHECKPOINT_FAULT = (
+    r"(?i:\bincomplete\b|\bcorrupt\w*|\bchecksum mismatch\b|\bnot (?:a valid|found|loaded|initiali[sz]ed)\b"
+    r"|\bno (?:\w+ ){0,2}found\b|\bmissing\b|\bcan(?:no|')t (?:load|find|read|open)\b|\bcould not (?:load|find|read)\b"
+    r"|\bfailed to (?:load|read|open)\b|\bnot loaded properly\b)"
+)
+CHECKPOINT_FAULT = re.compile(
+    rf"{CHECKPOINT}.{{0,120}}{_CHECKPOINT_FAULT}|{_CHECKPOINT_FAULT}.{{0,120}}{CHECKPOINT}"
+    rf"|(?i:\bno (?:\w+ )?){CHECKPOINT}(?i: (?:\w+ )?found\b)"
+)
+"""A checkpoint named beside what is wrong with it."""
+
+PACKAGE_ABSENT = re.compile(
+    r"(?i:\b(?:please |to )?install (?:it|them)?\b.{0,20}\b(?:with|via|using)?\s*`?pip install\b|\bplease install\b"
+    r"|\bis not installed\b|\bnot installed\b|\brequires (?:the )?installation of\b|\bpackage is required\b)"
+)
+"""A message that says a package is absent and how to install it: the import (or the wheel) is what failed."""

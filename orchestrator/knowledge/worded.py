@@ -14,7 +14,17 @@ specificity bands.
 from __future__ import annotations
 
 from orchestrator.knowledge.patterns import Signature, sig
-from orchestrator.knowledge.vocabulary import ARCH_REFUSAL, DISTRIBUTED_FAILURE, KERNEL_LIBRARIES, names_argument
+from orchestrator.knowledge.vocabulary import (
+    ARCH_REFUSAL,
+    CACHE_SHORTAGE,
+    CHECKPOINT_FAULT,
+    DISTRIBUTED_FAILURE,
+    KERNEL_LIBRARIES,
+    PACKAGE_ABSENT,
+    TOKENIZER_FAULT,
+    names_argument,
+    names_no_argument,
+)
 from orchestrator.model import Category as C
 from orchestrator.model import Phase as P
 
@@ -33,7 +43,7 @@ WORDED: tuple[Signature, ...] = (
     # than the GPU) is no refusal of the architecture: that line stays part of the failed build.
     sig("arch_refusal", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 76,
         rf"^(?!.*\b(?:nvcc|ptxas) fatal\b).*?(?:{ARCH_REFUSAL.pattern})",
-        ("support", "Support", "SUPPORT", "requir", "Requir", "only", "Only", "implement", "compiled", "built",
+        ("support", "Support", "SUPPORT", "requir", "Requir", "only", "Only", "implement", "compiled", "built", "need",
          "available", "kernel", "inimum", "nknown", "nrecogni", "must", "ispatch", "peciali"),
         example="RuntimeError: Assertion error (csrc/apis/attention.hpp:211): Unsupported architecture"),
     sig("kernel_library_undefined", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 62,
@@ -81,7 +91,10 @@ WORDED: tuple[Signature, ...] = (
         example="max_num_scheduled_tokens is set to -1792, which does not allow any tokens to be scheduled"),
     sig("distributed_failure", C.NCCL_ERROR, 62, DISTRIBUTED_FAILURE.pattern,
         ("c10d", "loo", "LOO", "endezvous", "rdzv", "TCPStore", "ProcessGroup", "ibv_", "RDMA", "connectFullMesh",
-         "init_process_group", "torch.distributed", "DistStore", "MASTER_ADDR"), any_level=True,
+         "init_process_group", "torch.distributed", "DistStore", "MASTER_ADDR", "IB dev", "nfiniBand", "bootstrap_addr",
+         "bootstrap_room", "Bootstrap",
+         "The client socket", "The server socket"),
+        any_level=True,
         example="RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error / connectFullMesh "
         "failed"),
     # The KV transfer engine of prefill/decode disaggregation (Mooncake, NIXL, Ascend's) moves the cache between
@@ -100,6 +113,59 @@ WORDED: tuple[Signature, ...] = (
         ("retry counter exceeded", "protection error", "access error", "lushed error", "IBV_WC_"),
         example="E0101 00:00:00.000001  100 worker_pool.cpp:290] Worker: Process failed for slice (opcode: 1, "
         "local_nic: mlx5_0, peer_nic: 10.0.0.2:15000@mlx5_0, retry_cnt: 0): transport retry counter exceeded"),
+    # NCCL's allocation of device memory failing (`Failed to CUDA malloc 1073741824 bytes`): the GPU is out of memory.
+    sig("nccl_device_alloc_failed", C.CUDA_OOM, 81, r"NCCL WARN .{0,80}Failed to CUDA (?:malloc|calloc)", "NCCL WARN",
+        any_level=True,
+        example="node1:1234:5678 [0] include/alloc.h:120 NCCL WARN Failed to CUDA malloc 1073741824 bytes"),
+    # A cache the memory left over does not hold: the KV cache, a hybrid model's mamba/state cache, a sliding-window
+    # pool (vocabulary.CACHE_SHORTAGE), whichever server says so and in whichever order.
+    sig("cache_shortage", C.KV_CACHE_TOO_SMALL, 70, CACHE_SHORTAGE.pattern,
+        ("cache", "Cache", "CACHE", "pool", "ncrease", "aise"), phase=P.MEMORY_ALLOC,
+        example="AssertionError: Not enough space for mamba cache, try to increase --mamba-full-memory-ratio."),
+    # A value a flag must take stated against the flag (`UNO requires --speculative-eagle-topk to be at least 1`):
+    # the value is wrong, not the combination.
+    sig("argument_range", C.INVALID_ARGUMENT, 56,
+        r"(?i:\b(?:requires?|expects?|needs?) `?--?[\w-]+`? to be (?:at (?:least|most)|positive|non-?negative"
+        r"|greater|less|smaller|larger|between|within|one of|set to|an? (?:integer|int|float|string|list|dict)))",
+        ("equire", "xpect", "eed"), phase=P.ARG_PARSE,
+        example="ValueError: UNO requires --speculative-eagle-topk to be at least 1, got 0."),
+    # The tokenizer or chat template named beside what is wrong with it (vocabulary.TOKENIZER_FAULT), unless the message
+    # names a server argument (`--tokenizer-mode must be one of`): then the argument rows decide.
+    sig("tokenizer_fault", C.TOKENIZER_OR_TEMPLATE_ERROR, 58, TOKENIZER_FAULT.pattern,
+        ("okeni", "OKENI", "emplate", "EMPLATE", "pecial token"), phase=P.MODEL_LOAD, vocabulary=names_no_argument,
+        example="ValueError: tokenizer does not define required token <|image_pad|>"),
+    # A checkpoint named beside what is wrong with it (vocabulary.CHECKPOINT_FAULT).
+    sig("checkpoint_fault", C.WEIGHTS_LOAD_ERROR, 57, CHECKPOINT_FAULT.pattern,
+        ("heckpoint", "HECKPOINT", "eight", "EIGHT", "afetensors", "tate_dict", "tate dict", "config.json",
+         "onfiguration of", "erialized model", "hard"), phase=P.MODEL_LOAD,
+        example="RuntimeError: No model weights found in: `/data/models/glm-4.6`"),
+    # A package named as absent, with the advice to install it (vocabulary.PACKAGE_ABSENT).
+    sig("package_absent", C.IMPORT_ERROR, 58, PACKAGE_ABSENT.pattern, ("nstall", "NSTALL"), phase=P.IMPORT,
+        example="RuntimeError: cuda.bindings is not available. Install it with: pip install cuda-python"),
+    # Something waited for that never came: `timed out waiting for clients`, a store or a peer that did not answer, a
+    # watchdog stuck behind a hung call. Said of the distributed runtime too, it is a timeout (the runtime raised no
+    # error of its own). The engines' handshake has its own row, which knows its phase.
+    sig("timed_out_waiting", C.HANG_OR_TIMEOUT, 63,
+        r"(?i:\btimed? ?out (?:after [\d.]+ ?\w+ )?(?:while )?waiting (?:for|on)\b(?! (?:the )?(?:new )?engine))"
+        r"|(?i:\bwatchdog got stuck\b)",
+        ("imed out", "IMED OUT", "ime out", "watchdog got stuck"), any_level=True,
+        example="torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients "
+        "joined."),
+    # A deadline that passed, in any wording: a step that did not happen within its time (`failed to report ZMQ
+    # addresses within timeout=30 seconds`, `did not return within 120s`), or was still not ready after waiting.
+    sig("deadline_passed", C.HANG_OR_TIMEOUT, 56,
+        r"(?i:\b(?:did not|didn't|failed to|could not|couldn't|cannot|can't|never|unable to|not)\b.{0,120}?\bwithin "
+        r"(?:the )?(?:timeout\b|\w*timeout\w*\W|[\d.]+ ?(?:s|ms|secs?|seconds?|m|mins?|minutes?|h|hours?)\b)"
+        r"|\bnot ready after waiting\b)",
+        ("within", "Within", "WITHIN", "after waiting"), any_level=True,
+        example="RuntimeError: DP Coordinator process failed to report ZMQ addresses within timeout=30 seconds during "
+        "startup."),
+    # A setting that needs another (`AuxOutput Connector requires prefix caching`, `dp_shared_memory requires
+    # cpu_offload=True`), raised as the rejection of a value: a combination the engine does not support. Above a plain
+    # rejection raised in argument code (families.ARGS_FRAMES), below every row that names a cause.
+    sig("config_requirement", C.UNSUPPORTED_CONFIG, 47,
+        r"^(?:[\w.]+\.)?(?:ValueError|AssertionError|NotImplementedError): [^:]{1,80}?\brequires (?!installation\b)",
+        "Error", phase=P.ARG_PARSE, example="ValueError: AuxOutput Connector requires prefix caching."),
     sig("c10d_wait_timeout", C.HANG_OR_TIMEOUT, 66,
         r"waitForInput.{0,200}(?i:tim(?:ed? ?out|eout))|\bSocket Timeout\b", ("waitForInput", "Socket Timeout"),
         any_level=True,
@@ -107,7 +173,8 @@ WORDED: tuple[Signature, ...] = (
     sig("nccl_warn_failure", C.NCCL_ERROR, 76,
         r"NCCL WARN .{0,200}(?:(?i:cuda failure)|[Uu]nhandled|nccl\w+Error|\bibv_\w+ failed|NET/\w+ ?: .{0,80}"
         r"(?:error|failed)|Call to \w+ failed|[Bb]ootstrap.{0,60}failed|[Ee]rror while|No route to host"
-        r"|[Nn]etwork is unreachable)",
+        r"|[Nn]etwork is unreachable|[Ff]ailed to (?!CUDA (?:malloc|calloc))|\b[Nn]o \w+ (?:interface|device)s? found"
+        r"|Minimum requirement is|with status=[1-9]|vendor err)",
         "NCCL WARN", any_level=True,
         example="node1:1234:5678 [0] enqueue.cc:1556 NCCL WARN Cuda failure 'invalid device function'"),
     sig("cuda_error_unnamed", C.UNKNOWN, 25,
