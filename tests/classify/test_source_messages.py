@@ -19,7 +19,10 @@ from orchestrator.classify.verdict import classify
 from orchestrator.harvest.read import read_evidence
 from orchestrator.model import Category
 
-MESSAGES = Path(__file__).resolve().parents[1] / "data" / "source-messages" / "messages.jsonl"
+SOURCE_MESSAGES = Path(__file__).resolve().parents[1] / "data" / "source-messages"
+MESSAGES = SOURCE_MESSAGES / "messages.jsonl"
+HELD_OUT = SOURCE_MESSAGES / "held-out.jsonl"
+"""Messages collected after the families were written, and not used to write them: how the families generalise."""
 SITE = "/usr/local/lib/python3.12/site-packages"
 _SGLANG_START = ["[2026-01-05 10:00:00] server_args=ServerArgs(model_path='/models/m', tp_size=2, port=30000)"]
 _VLLM_START = ["INFO 01-05 10:00:00 [core.py:70] Initializing a V1 LLM engine (v0.11.0) with config: model='/models/m'"]
@@ -66,9 +69,9 @@ class Message:
         return "vllm" if self.origin.startswith("vllm-project/") else "sglang"
 
 
-def load_messages() -> list[Message]:
+def load_messages(path: Path = MESSAGES) -> list[Message]:
     out = []
-    for raw in MESSAGES.read_text(encoding="utf-8").splitlines():
+    for raw in path.read_text(encoding="utf-8").splitlines():
         d = json.loads(raw)
         out.append(Message(d["text"], Category(d["category"]), tuple(Category(c) for c in d.get("also_ok", ())),
                            d["origin"], d["form"], d.get("exception", ""), d.get("function", ""),
@@ -130,7 +133,11 @@ def build_log(message: Message) -> list[str]:
     ]
 
 
-MESSAGE_LIST = load_messages()
+MESSAGE_LIST = load_messages() + load_messages(HELD_OUT)
+
+
+def test_no_held_out_message_is_among_those_the_families_were_written_on() -> None:
+    assert not {m.text for m in load_messages()} & {m.text for m in load_messages(HELD_OUT)}
 
 
 def _id(message: Message) -> str:

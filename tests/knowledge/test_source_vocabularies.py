@@ -1,0 +1,65 @@
+"""The vocabularies that name a family by its words (knowledge/vocabulary.py): what they take, and the progress and
+notice lines every healthy launch prints that they must leave alone."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from orchestrator.classify.verdict import classify
+from orchestrator.harvest.evidence import extract_evidence
+from orchestrator.knowledge.vocabulary import (
+    CACHE_SHORTAGE,
+    CHECKPOINT_FAULT,
+    DISTRIBUTED_FAILURE,
+    PACKAGE_ABSENT,
+    TOKENIZER_FAULT,
+    names_no_argument,
+)
+from orchestrator.model import Category
+
+
+@pytest.mark.parametrize(
+    ("vocabulary", "message"),
+    [
+        (CACHE_SHORTAGE, "Not enough space for mamba cache, try to increase --mamba-full-memory-ratio"),
+        (CACHE_SHORTAGE, "max_num_seqs (256) exceeds available Mamba cache blocks (120)."),
+        (CACHE_SHORTAGE, "SWA pool (2048 tokens) cannot hold even one request"),
+        (CACHE_SHORTAGE, "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.7"),
+        (CACHE_SHORTAGE, "Not enough room in the budget to cache it. Increase `gpu_memory_utilization`."),
+        (TOKENIZER_FAULT, "tokenizer does not define required token <|image_pad|>"),
+        (TOKENIZER_FAULT, "Only fast tokenizers are supported."),
+        (TOKENIZER_FAULT, "Cannot apply chat template to an empty conversation."),
+        (CHECKPOINT_FAULT, "No model weights found in: `/data/models/x`"),
+        (CHECKPOINT_FAULT, "Following weights were not initialized from checkpoint: {'lm_head.weight'}"),
+        (CHECKPOINT_FAULT, "Rank-3 checksum mismatch for presharded checkpoint at /ckpt"),
+        (PACKAGE_ABSENT, "cuda.bindings is not available. Install it with: pip install cuda-python"),
+        (PACKAGE_ABSENT, "DeepGEMM is not available. This usually means the deep_gemm package is not installed"),
+        (DISTRIBUTED_FAILURE, "No IB devices found in /sys/class/infiniband"),
+        (DISTRIBUTED_FAILURE, "Lost connection with prefill instance (bootstrap_addr: 10.0.0.5:8998)"),
+    ],
+)
+def test_a_vocabulary_takes_its_family(vocabulary: re.Pattern[str], message: str) -> None:
+    assert vocabulary.search(message)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO 01-05 10:00:40 [kv_cache_utils.py:1000] GPU KV cache size: 1,234,560 tokens",
+        "[2026-01-05 10:00:41 TP0] KV Cache is allocated. #tokens: 412345, K size: 20.1 GB, V size: 20.1 GB",
+        "INFO 01-05 10:00:30 [default_loader.py:300] Loading safetensors checkpoint shards: 100% Completed | 4/4",
+        "[2026-01-05 10:00:20 TP0] Load weight begin. avail mem=78.50 GB",
+        "INFO 01-05 10:00:10 [tokenizer.py:80] Using a slow tokenizer. This might cause a significant slowdown.",
+        "INFO 01-05 10:00:50 [gpu_worker.py:300] Available KV cache memory: 61.20 GiB",
+        "[2026-01-05 10:00:42 TP0] Capture cuda graph end. Time elapsed: 12.1 s. mem usage=1.2 GB. avail mem=5.1 GB.",
+    ],
+)
+def test_healthy_start_up_lines_stay_healthy(line: str) -> None:
+    assert classify(extract_evidence([line])).category is Category.HEALTHY
+
+
+def test_a_message_naming_an_argument_is_the_arguments_first() -> None:
+    assert not names_no_argument("--tokenizer-mode must be one of ['auto', 'slow']")
+    assert names_no_argument("tokenizer does not define required token <|image_pad|>")
