@@ -120,7 +120,7 @@ def candidates(evidence: Evidence) -> list[Candidate]:
             continue
         if not _survived(cand, ready, activity):
             found.append(cand)
-    if found and all(_request_scoped(c) for c in found):
+    if found and _all_request_scoped(found):
         return []  # only requests failed, each answered with an error status by a server that went on
     return _without_raise_statements(found)
 
@@ -134,6 +134,20 @@ def _without_raise_statements(found: list[Candidate]) -> list[Candidate]:
 
 def _request_scoped(cand: Candidate) -> bool:
     return cand.category in RECOVERABLE and not cand.generic and REQUEST_HANDLER.search(cand.line.text) is not None
+
+
+def _all_request_scoped(found: list[Candidate]) -> bool:
+    """Whether every failure is one request's: stated by a request handler, or the traceback such a handler's line
+    introduces (uvicorn's `Exception in ASGI application`, then the request's traceback on the next lines)."""
+    scoped = {c.line.line_no for c in found if _request_scoped(c)}
+    if not scoped:
+        return False
+    return all(
+        c.line.line_no in scoped
+        or (c.category in RECOVERABLE and not c.generic and c.traceback is not None
+            and (c.traceback.line_no in scoped or c.traceback.line_no - 1 in scoped))
+        for c in found
+    )
 
 
 def _survived(cand: Candidate, ready: int | None, activity: int | None) -> bool:

@@ -85,12 +85,13 @@ SERVING_ACTIVITY = re.compile(
 
 REQUEST_HANDLER = re.compile(
     r"[\[ (]serving(?:_\w+)?\.py:\d+\]|\bError in preprocessing prompt inputs\b"
-    r"|\bError in (?:parse_\w+|detect_and_parse)\b"
+    r"|\bError in (?:parse_\w+|detect_and_parse)\b|\bException in ASGI application\b"
     r"|(?i:\b(?:for|of) (?:the )?(?:unrecognized |unknown |aborted |finished |expired )?request(?: ?id)?[ =:]+['\"]?"
     r"(?:chatcmpl-|cmpl-|req[-_])?[0-9a-f][\w-]{7,})"
 )
 """Where an OpenAI-compatible server logs one request's failure (vLLM's `[serving_chat.py:257]`; SGLang's tool-call
-and reasoning parsers, `Error in parse_streaming_increment: ...`), or any message about one request it names by id
+and reasoning parsers, `Error in parse_streaming_increment: ...`; uvicorn's `Exception in ASGI application`, logged for
+one request's unhandled exception, with its traceback after it), or any message about one request it names by id
 (a KV connector's `Potentially invalid KV blocks for unrecognized request chatcmpl-...`): it answers that request (with
 an error status, or without the parsed call) and goes on serving, so what is logged there is the request's, not the
 server's."""
