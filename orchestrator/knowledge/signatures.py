@@ -200,11 +200,21 @@ SIGNATURES: tuple[Signature, ...] = (
         r"crashed|EngineCore failed to start|Engine core initialization failed|Engine process failed to start"
         r"|WorkerProc (?:hit an exception|failed)|Worker \S+ pid \d+ died|died, exit code|exited unexpectedly"
         r"|scheduler is dead|(?:has|have) died\b|\bis dead\b|exit(?:ed)? (?:with )?(?:code|status)[: =]+[1-9]\d*\b"
-        r"|returned non-zero exit status|exitcode[:=] ?[1-9]|(?i:see (?:the )?root cause above)"
+        r"|returned non-zero exit status|exitcode[:=] ?[1-9]"
+        r"|(?i:\b(?:see|check) (?:the )?(?:root cause|(?:error )?(?:messages?|logs?|output|stack ?traces?|tracebacks?"
+        r"|errors?)) above)"
         r"|\bdied unexpectedly\b|\bdied\b,? (?:with|shutting down)|\bdied during (?:initiali[sz]ation|start-?up)\b"
-        r"|\bdied or was killed\b|\bunexpectedly exits\b",
-        ("sigquit", "SIGQUIT", "Child process", "crashed", "failed to start", "initialization failed", "WorkerProc",
-         "died", "exited unexpectedly", "is dead", "exit", "root cause above", "unexpectedly exits"), generic=True,
+        r"|\bdied or was killed\b|\bunexpectedly exits\b|\bis already dead\b"
+        r"|(?i:\b(?:process|engine\w*|worker\w*|scheduler|actor|server|rank)(?: \([^()]{0,40}\))? died\b)"
+        r"|(?i:\b(?:vllm|sglang|(?:model |api |inference )?server|engine\w*|container)\b.{0,20}?\bfailed to "
+        r"(?:start|launch|come up)\b"
+        r"|\bfailed to (?:start|launch) (?:the )?(?:model |api |inference )?(?:server|engine)\b)"
+        r"|\b[Cc]rashed container\b|\bcontainer\b.{0,60}\bcrashed\b|\bCrashLoopBackOff\b"
+        r"|Back-off restarting failed container",
+        ("sigquit", "SIGQUIT", "Child process", "crashed", "Crashed", "CrashLoopBackOff", "Back-off restarting",
+         "failed to start", "ailed to start", "ailed to launch", "failed to come up", "initialization failed",
+         "WorkerProc", "died", "exited unexpectedly", "is dead", "is already dead", "exit", "above",
+         "unexpectedly exits"), generic=True,
         example="Received sigquit from a child process. It usually means the child failed."),
     *WORDED,
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from orchestrator.classify.verdict import classify
 from orchestrator.harvest.evidence import extract_evidence
 from orchestrator.model import Category
@@ -22,3 +24,24 @@ def test_one_requests_asgi_exception_with_its_traceback_is_the_requests() -> Non
             "access was encountered"]
     assert classify(extract_evidence(dead)).category is C.ILLEGAL_MEMORY_ACCESS
 
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "vLLM failed to start.  Retry with --enable-serving-output to learn more about the failure.",
+        "12:00:01 - Crashed container in pod: server-0",
+        "ERROR 12-01 13:05:02 client.py:282] RuntimeError('Engine process (pid 76) died.')",
+        "CRITICAL 12-01 13:05:02 launcher.py:99] MQLLMEngine is already dead, terminating server process",
+        "RuntimeError: [address=0.0.0.0:1, pid=2] Initialization failed. Please see the error messages above.",
+        "Back-off restarting failed container vllm in pod vllm-0_default(0a1b2c)",
+    ],
+)
+def test_a_statement_that_the_server_died_or_never_started_is_a_failure_without_a_cause(line: str) -> None:
+    verdict = classify(extract_evidence([line]))
+    assert (verdict.category, verdict.root_cause_line) == (C.UNKNOWN, line)
+
+
+def test_a_statement_that_something_died_gives_way_to_the_cause_above_it() -> None:
+    lines = ["RuntimeError: CUDA error: an illegal memory access was encountered",
+             "vLLM failed to start.  Retry with --enable-serving-output to learn more about the failure."]
+    assert classify(extract_evidence(lines)).category is C.ILLEGAL_MEMORY_ACCESS
