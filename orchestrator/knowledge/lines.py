@@ -49,7 +49,30 @@ _PYLOG = re.compile(
     rf"(\d{{4}}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\s*[-|]\s*(?:[\w.]+\s*[-|]\s*)?({_LEVEL})\s*[-|:] ?"
 )
 _GLOG = re.compile(r"\[?([IWEF])(\d{4} \d\d:\d\d:\d\d(?:\.\d+)?)\s+\d+ [\w.\-/\\]+:\d+\]\s?(?:\[\d+/\d+(?:_\d+)?\]\s)?")
-_LEVEL_AFTER = re.compile(rf"({_LEVEL})(?::\s+| [\w.\-]+:\d+:? ?)")
+_LEVEL_AFTER = re.compile(rf"({_LEVEL})(?::\s+| [\w.\-]+:\d+:? ?(?:--? )?)")
+_STAMP = (r"\[?(?:\d{4}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?|\d\d:\d\d:\d\d(?:[.,]\d+)?)"
+          r"(?:Z|[+-]\d\d:?\d\d)?\]?")
+_LOOSE = re.compile(
+    rf"({_STAMP})(?:[ \t]+(?!(?:{_LEVEL})\b)\S{{1,60}}){{0,4}}?[ \t]+({_LEVEL})\b(?![ \t]+\d\d-\d\d[ T]\d)[ \t]*"
+    r"(?:\[[^\[\]]{0,160}\][ \t]*|[\w.\-/<>]+(?:\(\))?:\d+(?::\d+)?:?[ \t]+)?(?:--?[ \t]+|\|[ \t]+)?"
+)
+"""Any other logger's prefix: a time, up to four words (a pid, a logger's or host's name), a level, then perhaps the
+source location and a separator (`2024-07-01 07:28:04.488 1 kserve ERROR [__main__.py:<module>():254] `,
+`2025-06-30 06:18:36,801 app.core.worker 113 ERROR    `, Ray's `<time>\tERROR worker.py:12 -- `). Tried after the
+known layouts: a time and a level word a few words apart are a prefix, whatever sits between them."""
+_RAY_NATIVE = re.compile(
+    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?) ([IWEFD]) \d+ \d+\] (?:\([\w.\-]+\) )?[\w.\-/]+:\d+: ?"
+)
+"""Ray's own C++ components (raylet, GCS, core worker): `[<time> E 123 456] (raylet) node_manager.cc:12: `."""
+_STAMP_SEP = re.compile(rf"({_STAMP})[ \t]+(?:(?:-{{1,2}}|\||>|:)[ \t]+)?")
+"""A time and perhaps a separator (a harness's progress log `16:53:24 - `, an app's `<time> [Error] (Process) `
+before the server's own prefix): the tags after it are stripped as tags."""
+_TOKENS_BEFORE_EXCEPTION = re.compile(
+    r"(?:(?=[^\s]*[\d\[\]()<>|=@#/:_\-])\S{1,80}[ \t]+){1,4}"
+    r"(?=(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b(?::[ \t]|\(|\s*$))"
+)
+"""Words that are no prose before an exception (each has a digit or punctuation: a pod `vllm-0`, a host `node-3:`,
+a path, a bracketed tag): whoever wrote them, the exception is the message."""
 
 FRAME_RE = re.compile(r'", line (\d+), in (\S+)')
 """A Python traceback frame (`File "x.py", line 3, in f`), also when a paste dropped the `File "` part."""
@@ -159,10 +182,13 @@ def parse(text: str) -> Parsed:
             pos = d.end()
             continue
         pos, layer_ts, layer_level, layer_key, layer_style = layer
-        ts, level = layer_ts or ts, layer_level
+        ts, level = _inner_time(ts, layer_ts), layer_level
         key, style = key or layer_key, layer_style or style
     if level is not None:
         level = _LEVELS.get(level, level)
+    if (pos != indented_at and text[pos : pos + 1] != "#" and not _MESSAGE_START.match(text, pos)
+            and (tokens := _TOKENS_BEFORE_EXCEPTION.match(text, pos))):
+        pos = tokens.end()
     body = text[pos:]
     if decorated:
         body = _CLOSING.sub("", body)
@@ -171,6 +197,21 @@ def parse(text: str) -> Parsed:
     if '", line ' in body:
         body = _after_frames(body)
     return Parsed(body, ts, level, key, style)
+
+
+def _inner_time(outer: str | None, inner: str | None) -> str | None:
+    """The server's own (inner) timestamp, unless it says less than the carrier's: a year-less `05-08 11:47:02` inside
+    `2026-05-08 11:47:02.257 ...` would sort before every line that carries the full date."""
+    if inner is None:
+        return outer
+    if outer is None:
+        return inner
+    return inner if _date_parts(inner) >= _date_parts(outer) else outer
+
+
+def _date_parts(ts: str) -> int:
+    date, _, _ = ts.replace("T", " ").rpartition(" ")
+    return len([p for p in re.split(r"[-/]", date) if p.isdigit()])
 
 
 def _unflattened(body: str) -> str:
@@ -253,6 +294,8 @@ def _layer(text: str, pos: int) -> _Layer | None:
             return m.end(), m.group(2), m.group(1), "", None
         if m := _BRACKET_LEVEL.match(text, pos):
             return m.end(), None, m.group(1), "", None
+        if m := _RAY_NATIVE.match(text, pos):
+            return m.end(), m.group(1), m.group(2), "", None
     elif head.isdigit():
         if m := _TAB_TS.match(text, pos):
             return m.end(), m.group(1).replace("T", " ").rstrip("Z"), None, "", None
@@ -260,6 +303,11 @@ def _layer(text: str, pos: int) -> _Layer | None:
             return m.end(), m.group(1), m.group(2), "", None
         if m := _VLLM.match(text, pos):
             return m.end(), m.group(2), m.group(1), "", "vllm"
+    if head == "[" or head.isdigit():
+        if m := _LOOSE.match(text, pos):
+            return m.end(), m.group(1).strip("[]"), m.group(2), "", None
+        if m := _STAMP_SEP.match(text, pos):
+            return m.end(), m.group(1).strip("[]"), None, "", None
     elif head.isupper():
         if m := _SYSLOG.match(text, pos):
             return m.end(), m.group(1), None, "", None

@@ -1,0 +1,59 @@
+"""Prefixes of loggers no layout names: a time and a level a few words apart, words that are no prose."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.knowledge.lines import parse
+
+
+@pytest.mark.parametrize(
+    ("line", "level", "body"),
+    [
+        ("2024-07-01 07:28:04.488 1 modelsrv ERROR [__main__.py:<module>():254] Failed to start: x", "ERROR",
+         "Failed to start: x"),
+        ("2025-06-30 06:18:36,801 app.core.worker 113 ERROR    [request 0a1b] Leave launch, error: x", "ERROR",
+         "Leave launch, error: x"),
+        ("2025-06-30 06:18:36,801 app.core.tracker 113 DEBUG    Setting progress: 1.0", "DEBUG",
+         "Setting progress: 1.0"),
+        ("2025-01-01 00:00:00,000\tERROR worker.py:12 -- Actor died", "ERROR", "Actor died"),
+        ("[2025-01-01 00:00:00,000 E 123 456] (raylet) node_manager.cc:123: Worker exited", "ERROR", "Worker exited"),
+        ("16:53:24 - Crashed container in pod: x", None, "Crashed container in pod: x"),
+        ("2026-05-08 11:47:02.257 [Error] (Process) (EngineCore pid=1) ERROR 05-08 11:47:02 [core.py:1] boom",
+         "ERROR", "boom"),
+    ],
+)
+def test_a_time_then_a_level_a_few_words_on_is_a_prefix(line: str, level: str | None, body: str) -> None:
+    p = parse(line)
+    assert (p.level, p.body) == (level, body)
+
+
+def test_the_carriers_full_date_outranks_a_yearless_inner_time() -> None:
+    p = parse("2026-05-08 11:47:02.257 [Error] (Process) (EngineCore pid=1) ERROR 05-08 11:47:02 [core.py:1] boom")
+    assert p.ts == "2026-05-08 11:47:02.257"
+    assert parse("ERROR 05-08 11:47:02 [core.py:1] boom").ts == "05-08 11:47:02"
+
+
+@pytest.mark.parametrize(
+    ("line", "body"),
+    [
+        ("vllm-0 ZeroDivisionError: division by zero", "ZeroDivisionError: division by zero"),
+        ("node-3:1234 [0] RuntimeError('boom')", "RuntimeError('boom')"),
+        ("pod/vllm-0/server torch.OutOfMemoryError: CUDA out of memory.",
+         "torch.OutOfMemoryError: CUDA out of memory."),
+    ],
+)
+def test_words_that_are_no_prose_before_an_exception_are_a_prefix(line: str, body: str) -> None:
+    assert parse(line).body == body
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Failed to start model server: ZeroDivisionError: x",
+        "# [Bug]: ValueError: x",
+        "  x-1 ValueError: x",
+    ],
+)
+def test_prose_a_heading_or_code_before_an_exception_stays_the_message(line: str) -> None:
+    assert parse(line).body == line
