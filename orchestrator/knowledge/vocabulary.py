@@ -29,7 +29,8 @@ capability, gfx ids, families, models, per-arch dtypes."""
 
 _REFUSAL = (
     r"(?:\bnot (?:yet )?(?:supported|available|implemented|compiled|built)\b|\bunsupported\b|\bonly supports?\b"
-    r"|\bonly (?:be )?(?:supported|available|works?|runs?)\b|\brequires?\b|\bno (?:kernel|implementation)s?\b"
+    r"|\bonly (?:be )?(?:supported|available|works?|runs?)\b|\brequires?\b"
+    r"|\bno (?:kernel|implementation|backend)s?\b|\brefus(?:es?|ed|ing)\b"
     r"|\bdoes(?:n't| not) (?:yet )?support\b|\bnot (?:support|work)\w*\b|\bminimum (?:capability|arch\w*)\b"
     r"|\bonly\b.{0,80}\b(?:is|are) supported\b|\bno supported\b|\bsupports? only\b|\bneeds?\b"
     r"|\bmust (?:go through|be (?:routed|dispatched) to)\b"

@@ -44,6 +44,7 @@ WORDED: tuple[Signature, ...] = (
     sig("arch_refusal", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 76,
         rf"^(?!.*\b(?:nvcc|ptxas) fatal\b).*?(?:{ARCH_REFUSAL.pattern})",
         ("support", "Support", "SUPPORT", "requir", "Requir", "only", "Only", "implement", "compiled", "built", "need",
+         "backend", "efus",
          "available", "kernel", "inimum", "nknown", "nrecogni", "must", "ispatch", "peciali"),
         example="RuntimeError: Assertion error (csrc/apis/attention.hpp:211): Unsupported architecture"),
     sig("kernel_library_undefined", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 62,
