@@ -23,6 +23,7 @@ from orchestrator.knowledge.fatal import QUIET_LEVELS, stated_failures
 from orchestrator.knowledge.lines import EXCEPTION_START_RE, Parsed, parse, strip_ansi, ts_key
 from orchestrator.knowledge.markers import MarkerSpec, marker_of_line
 from orchestrator.knowledge.patterns import Signature
+from orchestrator.knowledge.rows_runtime import NAMED_PYTHON_ERRORS
 from orchestrator.knowledge.signatures import BY_ID, LEVEL_ROWS, SIGNATURES
 from orchestrator.model import Category, Phase
 from orchestrator.secret import Masker
@@ -216,7 +217,10 @@ class EvidenceBuilder:
         if rows is None:
             found = [s for s in SIGNATURES if (s.on_warnings or not warning) and s.matches(message)]
             if any(s.generic for s in found):
-                found = [s for s in found if s.generic or s.category is not Category.PYTHON_EXCEPTION_OTHER]
+                # A follow-up raised as an exception is not also a plain Python exception; a Python error that its
+                # own words name (`... failed to start: division by zero`) still is one.
+                found = [s for s in found if s.generic or s.category is not Category.PYTHON_EXCEPTION_OTHER
+                         or s.id in NAMED_PYTHON_ERRORS]
             rows = tuple(found)
             if len(self._rows_cache) >= _CACHE:
                 self._rows_cache.clear()

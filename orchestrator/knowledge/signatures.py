@@ -13,6 +13,7 @@ from __future__ import annotations
 from orchestrator.knowledge.kinds import states_not_guesses
 from orchestrator.knowledge.patterns import Signature, sig
 from orchestrator.knowledge.rows_device import DEVICE_ROWS
+from orchestrator.knowledge.rows_runtime import RUNTIME_ROWS
 from orchestrator.knowledge.worded import WORDED
 from orchestrator.model import Category as C
 from orchestrator.model import Phase as P
@@ -217,6 +218,7 @@ SIGNATURES: tuple[Signature, ...] = (
          "unexpectedly exits"), generic=True,
         example="Received sigquit from a child process. It usually means the child failed."),
     *WORDED,
+    *RUNTIME_ROWS,
 )
 
 LEVEL_ROWS: tuple[Signature, ...] = (

@@ -1,0 +1,85 @@
+"""Signature rows for families stated by the runtime's own vocabulary rather than a Python exception.
+
+A CUDA driver or runtime call's numeric result (`CUresult error result=2`: the driver API and the runtime API share
+their numbers for these: 2 out of memory, 209 no kernel image for this GPU, 700 an illegal address, 710 a device-side
+assert); a C/C++/CUDA compiler's own diagnostic (`file.cuh:95:52: error: ...`), which a JIT build prints indented
+inside its log; Ray waiting for a placement group it cannot place (vLLM logs the wait at INFO, forever); Ascend's
+CANN error codes of its collective library (HCCL's `EI####`), the NPU's NCCL; a Python built-in error's own message
+quoted without its type (`integer division or modulo by zero`); an NPU/XPU extension module that was never imported.
+See signatures.py for the specificity bands.
+"""
+
+from __future__ import annotations
+
+from orchestrator.knowledge.patterns import Signature, sig
+from orchestrator.model import Category as C
+from orchestrator.model import Phase as P
+
+_RESULT = (
+    r"(?:\b(?:CUresult|cudaError_t|CUDA (?:driver |runtime )?(?:API )?(?:error|failure|call failed|result))\b"
+    r"|\bcu(?:Mem\w+|Malloc\w*|Ctx\w+|Module\w+|LaunchKernel\w*|GraphInstantiate\w*)\b.{0,40}?"
+    r"\b(?:failed|error|returned|result))"
+    r"[^0-9\n]{0,24}?(?<![\w.])"
+)
+"""A CUDA call's numeric result: `CUresult error  result=2`, `CUDA driver error: 2`, `cuMemCreate failed with error
+700`. The number follows within a few characters."""
+_CODE_END = r"(?![\w.])"
+_RESULT_NEEDLES = ("CUresult", "cudaError_t", "CUDA", "cuMem", "cuMalloc", "cuCtx", "cuModule", "cuLaunch", "cuGraph")
+
+NAMED_PYTHON_ERRORS = frozenset({"python_builtin_message"})
+"""Rows that name a Python error by its own words: beside a follow-up on the same line they still say what failed."""
+
+RUNTIME_ROWS: tuple[Signature, ...] = (
+    sig("cuda_result_out_of_memory", C.CUDA_OOM, 78, rf"{_RESULT}2{_CODE_END}", _RESULT_NEEDLES, any_level=True,
+        example="[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp "
+        "func=cu_mem_create line=103"),
+    sig("cuda_result_no_kernel_image", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 78, rf"{_RESULT}209{_CODE_END}",
+        _RESULT_NEEDLES, any_level=True, example="cuModuleLoadData failed with error 209"),
+    sig("cuda_result_illegal_address", C.ILLEGAL_MEMORY_ACCESS, 78, rf"{_RESULT}700{_CODE_END}", _RESULT_NEEDLES,
+        any_level=True, example="CUDA driver error: 700 (cuMemcpyDtoH)"),
+    sig("cuda_result_assert", C.CUDA_DEVICE_ASSERT, 72, rf"{_RESULT}710{_CODE_END}", _RESULT_NEEDLES,
+        any_level=True, example="CUresult error result=710 func=cuStreamSynchronize"),
+    # A compiler's diagnostic in its own format (gcc/clang `file:line:col: error:`; nvcc's `file(line): error` is in
+    # the JIT row of rows_device) on a C, C++ or CUDA source: the JIT build failed there, whatever log carries it.
+    sig("compiler_diagnostic", C.KERNEL_JIT_ERROR, 74,
+        r"(?:^|\s)[\w.\-/\\]*\.(?:cuh?|cpp|cc|cxx|c|hpp|hh|h|inl|cu\.inc)(?::\d+){1,2}:\s*(?:fatal )?error\b",
+        (": error", ": fatal error"), any_level=True,
+        example="  activation.cuh:95:52: error: type/value mismatch at argument 1 in template parameter list"),
+    # Ray cannot place the bundles the engine asked for (too few GPUs, a node missing, GPUs of another type): vLLM
+    # logs the wait at INFO each time it doubles, and the start-up hangs. A server that starts after the wait outlived
+    # it (survival applies, as to any hang).
+    sig("ray_placement_wait", C.HANG_OR_TIMEOUT, 52,
+        r"(?i:\bwaiting for (?:creating |the )?(?:a )?placement group\b"
+        r"|\bplacement group\b.{0,80}\b(?:pending|not (?:yet )?(?:ready|created|placed|scheduled))\b"
+        r"|\bcannot be scheduled right now\b)",
+        ("lacement group", "cannot be scheduled right now"), any_level=True,
+        example="INFO 06-07 18:13:55 [ray_utils.py:464] Waiting for creating a placement group of specs for 150 "
+        "seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]."),
+    # Ascend CANN reports an error as `E<module><4 digits>: [PID: n] <time> <message>`; the module letter I is HCCL,
+    # the NPU's collective library: its errors are the distributed runtime's, as NCCL's are.
+    sig("hccl_error_code", C.NCCL_ERROR, 66, r"(?:^|[\s:\]])EI\d{4}:", "EI",
+        any_level=True,
+        example="EI0009: [PID: 2225827] 2025-09-24-20:59:48.119.066 Transport init error. Reason: [Create][DestLink]"
+        "Create Dest error!"),
+    sig("cann_error_code", C.UNKNOWN, 13, r"^E[A-Z0-9]\d{4}: \[PID: \d+\]", "[PID: ",
+        example="EE1001: [PID: 2337] 2025-04-29-08:20:47.065.474 The argument is invalid."),
+    # A device extension module (torch_npu, torch_mlu, intel_extension_for_pytorch, ...) named but never imported:
+    # the import that defines it did not happen.
+    sig("device_extension_undefined", C.IMPORT_ERROR, 60,
+        r"^(?:[\w.]+\.)?NameError: name '(?:torch_(?:npu|mlu|musa|gcu|xla)\w*|intel_extension_for_pytorch|ipex"
+        r"|habana_frameworks\w*|vllm_ascend\w*|sglang_npu\w*)' is not defined",
+        "NameError", phase=P.IMPORT, example="NameError: name 'torch_npu' is not defined"),
+    # Python's built-in errors state themselves in fixed words; quoted without their type (a server's `Failed to start
+    # model server: integer division or modulo by zero`), they are still that Python exception.
+    sig("python_builtin_message", C.PYTHON_EXCEPTION_OTHER, 20,
+        r"\b(?:integer division or modulo by zero|(?:float )?division by zero|(?:list|tuple|string) index out of range"
+        r"|object is not (?:subscriptable|callable|iterable)|unsupported operand type\(s\) for"
+        r"|not enough values to unpack|too many values to unpack|missing \d+ required positional arguments?"
+        r"|got an unexpected keyword argument"
+        r"|takes \d+ positional arguments? but \d+ (?:were|was) given|maximum recursion depth exceeded"
+        r"|dictionary changed size during iteration|cannot unpack non-iterable|referenced before assignment)\b",
+        ("division", "index out of range", "object is not", "unsupported operand", "values to unpack",
+         "required positional", "unexpected keyword", "positional argument", "recursion depth", "changed size",
+         "non-iterable", "before assignment"),
+        example="Failed to start model server: integer division or modulo by zero"),
+)

@@ -1,0 +1,56 @@
+"""Families stated in the runtime's own vocabulary: CUDA result numbers, compiler diagnostics, Ray's placement wait,
+Ascend's HCCL error codes, Python's built-in error messages without their type, an NPU extension never imported."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.classify.verdict import classify
+from orchestrator.harvest.evidence import extract_evidence
+from orchestrator.model import Category
+
+C = Category
+
+
+@pytest.mark.parametrize(
+    ("lines", "category"),
+    [
+        (["```", "[memory_saver.cpp] CUresult error  result=2 file=csrc/memory_saver.cpp func=cu_mem_create line=9 (5)",
+          "```"], C.CUDA_OOM),
+        (["INFO 01-01 10:00:00 [x.py:1] cuMemCreate failed with error 2"], C.CUDA_OOM),
+        (["CUDA driver error: 700 (cuMemcpyDtoH)"], C.ILLEGAL_MEMORY_ACCESS),
+        (["cuModuleLoadData failed with error 209"], C.KERNEL_NOT_SUPPORTED_ON_ARCH),
+        (["  kernels/activation.cuh:95:52: error: type/value mismatch at argument 1 in template parameter list",
+          "    note: expected a type, got 'Kind::kSiLU'"], C.KERNEL_JIT_ERROR),
+        (["(EngineCore pid=8) INFO 06-07 18:13:55 [ray_utils.py:464] Waiting for creating a placement group of specs "
+          "for 150 seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]."], C.HANG_OR_TIMEOUT),
+        (["[rank1]: EI0009: [PID: 22] 2025-09-24-20:59:48.119.066 Transport init error. Reason: [Create][DestLink]",
+          "[rank1]:         Solution: Check other NPUs that are not reporting errors."], C.NCCL_ERROR),
+        (["2024-07-01 07:28:04.488 1 modelsrv ERROR [__main__.py:<module>():254] Failed to start model server: "
+          "integer division or modulo by zero"], C.PYTHON_EXCEPTION_OTHER),
+        (["NameError: name 'torch_npu' is not defined"], C.IMPORT_ERROR),
+    ],
+)
+def test_a_runtime_statement_names_its_family(lines: list[str], category: Category) -> None:
+    assert classify(extract_evidence(lines)).category is category
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "CUresult error  result=20 func=cuCtxCreate",  # 20 is not a number these rows name
+        "CUDA driver version: 12.2",
+        "INFO 01-01 10:00:00 [ray_utils.py:1] Created a placement group of specs [{'GPU': 1.0}]",
+        "  see kernels/activation.cuh:95 for the error handling",
+        "INFO 01-01 10:00:00 [x.py:1] Using torch_npu 2.1",
+    ],
+)
+def test_lookalikes_that_state_nothing_are_no_failure(line: str) -> None:
+    assert classify(extract_evidence([line])).category is C.HEALTHY
+
+
+def test_a_placement_wait_the_server_got_past_was_survived() -> None:
+    lines = ["INFO 01-01 10:00:00 [ray_utils.py:464] Waiting for creating a placement group of specs for 10 seconds.",
+             "INFO 01-01 10:01:00 [launcher.py:1] Starting vLLM API server on http://0.0.0.0:8000",
+             "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)"]
+    assert classify(extract_evidence(lines)).category is C.HEALTHY
