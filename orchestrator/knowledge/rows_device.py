@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from orchestrator.knowledge.families import ARGS_FRAMES
 from orchestrator.knowledge.patterns import Signature, sig
+from orchestrator.knowledge.vocabulary import states_without_fallback
 from orchestrator.model import Category as C
 from orchestrator.model import Phase as P
 
@@ -88,7 +89,7 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         r"(?:the )?kv[ _-]?cache|max_total_num_tokens.{0,60}(?:too small|<=? ?0|must be (?:positive|larger|greater))"
         r"|(?:increase|raise) (?:the )?(?:--mem-fraction-static|--gpu-memory-utilization|gpu_memory_utilization)",
         ("KV", "kv", "Kv", "max_total_num_tokens", "mem-fraction-static", "memory-utilization", "memory_utilization"),
-        phase=P.MEMORY_ALLOC,
+        phase=P.MEMORY_ALLOC, vocabulary=states_without_fallback,
         example="RuntimeError: KV cache is too small for the requested context length (32768 tokens)."),
     sig("kv_runtime_exhausted", C.KV_CACHE_TOO_SMALL, 85, r"(?i)out of memory\. Try to lower your batch size",
         "Try to lower your batch size", phase=P.SERVING,

@@ -130,3 +130,21 @@ PACKAGE_ABSENT = re.compile(
     r"|\bis not installed\b|\bnot installed\b|\brequires (?:the )?installation of\b|\bpackage is required\b)"
 )
 """A message that says a package is absent and how to install it: the import (or the wheel) is what failed."""
+
+_CARRIES_ON = re.compile(
+    r"(?i)[;,.:)]\s*(?:(?:so|we|it|this|will)\s+){0,2}(?:using|use|defaulting|default(?:s)? to|falling back|fall back"
+    r"|setting|set to|disabling|disabled|skipping|skipped|reducing|reduced|assuming|ignoring|ignored|continuing"
+    r"|proceeding|retrying|clamping|capping|adjusting)\b"
+)
+"""A notice goes on to say what the server did instead (`; using eos_token as pad_token`, `, reducing to 128`): it
+reports a fallback the launch survives, not a failure."""
+
+
+def states_without_fallback(message: str) -> bool:
+    """Whether a message states its problem without going on to say what the server does instead."""
+    return _CARRIES_ON.search(message) is None
+
+
+def names_no_argument_nor_fallback(message: str) -> bool:
+    """A tokenizer statement that is neither an argument's rejection nor a notice of a fallback."""
+    return names_no_argument(message) and states_without_fallback(message)

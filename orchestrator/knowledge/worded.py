@@ -23,7 +23,8 @@ from orchestrator.knowledge.vocabulary import (
     PACKAGE_ABSENT,
     TOKENIZER_FAULT,
     names_argument,
-    names_no_argument,
+    names_no_argument_nor_fallback,
+    states_without_fallback,
 )
 from orchestrator.model import Category as C
 from orchestrator.model import Phase as P
@@ -122,6 +123,7 @@ WORDED: tuple[Signature, ...] = (
     # pool (vocabulary.CACHE_SHORTAGE), whichever server says so and in whichever order.
     sig("cache_shortage", C.KV_CACHE_TOO_SMALL, 70, CACHE_SHORTAGE.pattern,
         ("cache", "Cache", "CACHE", "pool", "ncrease", "aise"), phase=P.MEMORY_ALLOC,
+        vocabulary=states_without_fallback,
         example="AssertionError: Not enough space for mamba cache, try to increase --mamba-full-memory-ratio."),
     # A value a flag must take stated against the flag (`UNO requires --speculative-eagle-topk to be at least 1`):
     # the value is wrong, not the combination.
@@ -131,17 +133,21 @@ WORDED: tuple[Signature, ...] = (
         ("equire", "xpect", "eed"), phase=P.ARG_PARSE,
         example="ValueError: UNO requires --speculative-eagle-topk to be at least 1, got 0."),
     # The tokenizer or chat template named beside what is wrong with it (vocabulary.TOKENIZER_FAULT), unless the message
-    # names a server argument (`--tokenizer-mode must be one of`): then the argument rows decide.
+    # names a server argument (`--tokenizer-mode must be one of`): then the argument rows decide. This row and the
+    # other vocabulary rows below leave alone a notice that goes on to say what the server does instead (`; using
+    # eos_token as pad_token`): a fallback survived, not a failure.
     sig("tokenizer_fault", C.TOKENIZER_OR_TEMPLATE_ERROR, 58, TOKENIZER_FAULT.pattern,
-        ("okeni", "OKENI", "emplate", "EMPLATE", "pecial token"), phase=P.MODEL_LOAD, vocabulary=names_no_argument,
+        ("okeni", "OKENI", "emplate", "EMPLATE", "pecial token"), phase=P.MODEL_LOAD,
+        vocabulary=names_no_argument_nor_fallback,
         example="ValueError: tokenizer does not define required token <|image_pad|>"),
     # A checkpoint named beside what is wrong with it (vocabulary.CHECKPOINT_FAULT).
     sig("checkpoint_fault", C.WEIGHTS_LOAD_ERROR, 57, CHECKPOINT_FAULT.pattern,
         ("heckpoint", "HECKPOINT", "eight", "EIGHT", "afetensors", "tate_dict", "tate dict", "config.json",
-         "onfiguration of", "erialized model", "hard"), phase=P.MODEL_LOAD,
+         "onfiguration of", "erialized model", "hard"), phase=P.MODEL_LOAD, vocabulary=states_without_fallback,
         example="RuntimeError: No model weights found in: `/data/models/glm-4.6`"),
     # A package named as absent, with the advice to install it (vocabulary.PACKAGE_ABSENT).
     sig("package_absent", C.IMPORT_ERROR, 58, PACKAGE_ABSENT.pattern, ("nstall", "NSTALL"), phase=P.IMPORT,
+        vocabulary=states_without_fallback,
         example="RuntimeError: cuda.bindings is not available. Install it with: pip install cuda-python"),
     # Something waited for that never came: `timed out waiting for clients`, a store or a peer that did not answer, a
     # watchdog stuck behind a hung call. Said of the distributed runtime too, it is a timeout (the runtime raised no

@@ -63,3 +63,19 @@ def test_healthy_start_up_lines_stay_healthy(line: str) -> None:
 def test_a_message_naming_an_argument_is_the_arguments_first() -> None:
     assert not names_no_argument("--tokenizer-mode must be one of ['auto', 'slow']")
     assert names_no_argument("tokenizer does not define required token <|image_pad|>")
+
+
+@pytest.mark.parametrize(
+    "notice",
+    [
+        "[2026-01-05 10:00:02 TP0] The tokenizer does not define a pad token; using eos_token as pad_token.",
+        "[2026-01-05 10:00:03 TP0] No quantization scales found in checkpoint; using 1.0 for all kv_scale.",
+        "[2026-01-05 10:00:04 TP0] KV cache is not enough for max_running_requests=512; reducing to 128.",
+    ],
+)
+def test_a_notice_of_a_fallback_does_not_take_the_place_of_the_failure(notice: str) -> None:
+    # A notice that says what the server does instead names no cause: the exception after it decides.
+    lines = [notice, "Traceback (most recent call last):", '  File "/x/scheduler.py", line 3, in event_loop',
+             "    run()", "KeyError: 'choices'"]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (Category.PYTHON_EXCEPTION_OTHER, lines[-1])
