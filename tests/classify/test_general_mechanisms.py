@@ -45,3 +45,20 @@ def test_a_statement_that_something_died_gives_way_to_the_cause_above_it() -> No
     lines = ["RuntimeError: CUDA error: an illegal memory access was encountered",
              "vLLM failed to start.  Retry with --enable-serving-output to learn more about the failure."]
     assert classify(extract_evidence(lines)).category is C.ILLEGAL_MEMORY_ACCESS
+
+
+def test_a_workers_error_quoted_with_a_pointer_to_its_stack_trace_stays_that_error() -> None:
+    lines = ["(EngineCore_DP0 pid=1) ERROR 10-22 20:01:49 [core.py:708] RuntimeError: Worker failed with error 'x must "
+             "be on CUDA', please check the stack trace above for the root cause",
+             "(EngineCore_DP0 pid=1) ERROR 10-22 20:01:50 [multiproc_executor.py:154] Worker proc VllmWorker-1 died "
+             "unexpectedly, shutting down executor."]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.PYTHON_EXCEPTION_OTHER, lines[0])
+
+
+def test_what_a_logger_prints_with_no_exception_at_hand_states_nothing() -> None:
+    lines = ["ERROR 12-01 13:05:02 client.py:282] RuntimeError('Engine process (pid 76) died.')",
+             "ERROR 12-01 13:05:02 client.py:282] NoneType: None"]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.UNKNOWN, lines[0])
+    assert classify(extract_evidence(lines[1:])).category is C.HEALTHY
