@@ -77,9 +77,10 @@ _GUESSES = re.compile(r"(?i)\b(?:potential|possible|common|likely) (?:root )?cau
 killed by SIGKILL by OOM killer ... (2) ray stop --force is called`): what it names is a guess, not a statement."""
 
 
-_HEDGED = re.compile(r"(?i)\b(?:likely|probably|possibly|perhaps|presumably|might be|may be|could be)\b")
+_HEDGED = re.compile(r"(?i)\b(?:likely|probably|possibly|perhaps|presumably|(?:might|may|could)(?: not)? be)\b")
 """A statement that hedges what it reports (c10d's `poll for socket returned 0, likely a timeout`): another line that
-states the same failure outright (`timed out after 1800000ms`) says more."""
+states the same failure outright (`timed out after 1800000ms`) says more; so does one that doubts it matters (an
+allocator's `cuMemCreate CUDA_ERROR_OUT_OF_MEMORY (may not be an issue ... will free cache and retry)`)."""
 
 
 def hedges(message: str) -> bool:

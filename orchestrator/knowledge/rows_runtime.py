@@ -16,7 +16,7 @@ from orchestrator.model import Category as C
 from orchestrator.model import Phase as P
 
 _RESULT = (
-    r"(?:\b(?:CUresult|cudaError_t|CUDA (?:driver |runtime )?(?:API )?(?:error|failure|call failed|result))\b"
+    r"(?:\b(?:CUresult|cudaError(?:_t)?|CUDA (?:driver |runtime )?(?:API )?(?:error|failure|call failed|result))\b"
     r"|\bcu(?:Mem\w+|Malloc\w*|Ctx\w+|Module\w+|LaunchKernel\w*|GraphInstantiate\w*)\b.{0,40}?"
     r"\b(?:failed|error|returned|result))"
     r"[^0-9\n]{0,24}?(?<![\w.])"
@@ -24,25 +24,29 @@ _RESULT = (
 """A CUDA call's numeric result: `CUresult error  result=2`, `CUDA driver error: 2`, `cuMemCreate failed with error
 700`. The number follows within a few characters."""
 _CODE_END = r"(?![\w.])"
-_RESULT_NEEDLES = ("CUresult", "cudaError_t", "CUDA", "cuMem", "cuMalloc", "cuCtx", "cuModule", "cuLaunch", "cuGraph")
+_RESULT_NEEDLES = ("CUresult", "cudaError", "CUDA", "cuMem", "cuMalloc", "cuCtx", "cuModule", "cuLaunch", "cuGraph")
 
 NAMED_PYTHON_ERRORS = frozenset({"python_builtin_message"})
 """Rows that name a Python error by its own words: beside a follow-up on the same line they still say what failed."""
 
 RUNTIME_ROWS: tuple[Signature, ...] = (
-    sig("cuda_result_out_of_memory", C.CUDA_OOM, 78, rf"{_RESULT}2{_CODE_END}", _RESULT_NEEDLES, any_level=True,
+    sig("cuda_result_out_of_memory", C.CUDA_OOM, 78, rf"{_RESULT}2{_CODE_END}|\bCUDA_ERROR_OUT_OF_MEMORY\b",
+        (*_RESULT_NEEDLES, "CUDA_ERROR_OUT_OF_MEMORY"), any_level=True,
         example="[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp "
         "func=cu_mem_create line=103"),
-    sig("cuda_result_no_kernel_image", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 78, rf"{_RESULT}209{_CODE_END}",
-        _RESULT_NEEDLES, any_level=True, example="cuModuleLoadData failed with error 209"),
+    sig("cuda_result_no_kernel_image", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 78,
+        rf"{_RESULT}209{_CODE_END}|\bCUDA_ERROR_NO_BINARY_FOR_GPU\b",
+        (*_RESULT_NEEDLES, "CUDA_ERROR_NO_BINARY_FOR_GPU"), any_level=True,
+        example="cuModuleLoadData failed with error 209"),
     sig("cuda_result_illegal_address", C.ILLEGAL_MEMORY_ACCESS, 78, rf"{_RESULT}700{_CODE_END}", _RESULT_NEEDLES,
         any_level=True, example="CUDA driver error: 700 (cuMemcpyDtoH)"),
     sig("cuda_result_assert", C.CUDA_DEVICE_ASSERT, 72, rf"{_RESULT}710{_CODE_END}", _RESULT_NEEDLES,
         any_level=True, example="CUresult error result=710 func=cuStreamSynchronize"),
-    # A compiler's diagnostic in its own format (gcc/clang `file:line:col: error:`; nvcc's `file(line): error` is in
-    # the JIT row of rows_device) on a C, C++ or CUDA source: the JIT build failed there, whatever log carries it.
+    # A compiler's diagnostic in its own format (gcc/clang `file:line:col: error:`, nvcc's `file(line): error`) on a C,
+    # C++ or CUDA source: the JIT build failed there, whatever log carries it and however it indents the build's output.
     sig("compiler_diagnostic", C.KERNEL_JIT_ERROR, 74,
-        r"(?:^|\s)[\w.\-/\\]*\.(?:cuh?|cpp|cc|cxx|c|hpp|hh|h|inl|cu\.inc)(?::\d+){1,2}:\s*(?:fatal )?error\b",
+        r"(?:^|\s)[\w.\-/\\]*\.(?:cuh?|cpp|cc|cxx|c|hpp|hh|h|inl|cu\.inc)(?:(?::\d+){1,2}|\(\d+\)):\s*(?:fatal )?"
+        r"error\b",
         (": error", ": fatal error"), any_level=True,
         example="  activation.cuh:95:52: error: type/value mismatch at argument 1 in template parameter list"),
     # Ray cannot place the bundles the engine asked for (too few GPUs, a node missing, GPUs of another type): vLLM
@@ -52,7 +56,7 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         r"(?i:\bwaiting for (?:creating |the )?(?:a )?placement group\b"
         r"|\bplacement group\b.{0,80}\b(?:pending|not (?:yet )?(?:ready|created|placed|scheduled))\b"
         r"|\bcannot be scheduled right now\b)",
-        ("lacement group", "cannot be scheduled right now"), any_level=True,
+        ("lacement group", "cannot be scheduled right now", "Waiting for", "The actor or task"), any_level=True,
         example="INFO 06-07 18:13:55 [ray_utils.py:464] Waiting for creating a placement group of specs for 150 "
         "seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]."),
     # Ascend CANN reports an error as `E<module><4 digits>: [PID: n] <time> <message>`; the module letter I is HCCL,

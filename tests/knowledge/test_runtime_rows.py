@@ -29,6 +29,10 @@ C = Category
         (["2024-07-01 07:28:04.488 1 modelsrv ERROR [__main__.py:<module>():254] Failed to start model server: "
           "integer division or modulo by zero"], C.PYTHON_EXCEPTION_OTHER),
         (["NameError: name 'torch_npu' is not defined"], C.IMPORT_ERROR),
+        (["RuntimeError: CUDA driver error: CUDA_ERROR_OUT_OF_MEMORY"], C.CUDA_OOM),
+        (["  /tmp/build/kernel.cu(95): error: identifier \"foo\" is undefined"], C.KERNEL_JIT_ERROR),
+        (["The actor or task with ID ffff cannot be scheduled right now. It requires {GPU: 1.0} for placement, but "
+          "this node only has remaining {CPU: 8.0}."], C.HANG_OR_TIMEOUT),
     ],
 )
 def test_a_runtime_statement_names_its_family(lines: list[str], category: Category) -> None:
@@ -54,3 +58,11 @@ def test_a_placement_wait_the_server_got_past_was_survived() -> None:
              "INFO 01-01 10:01:00 [launcher.py:1] Starting vLLM API server on http://0.0.0.0:8000",
              "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)"]
     assert classify(extract_evidence(lines)).category is C.HEALTHY
+
+
+def test_an_allocation_failure_that_doubts_it_matters_gives_way_to_the_one_that_failed() -> None:
+    lines = ["[memory_saver.cpp] cuMemCreate CUDA_ERROR_OUT_OF_MEMORY (may not be an issue e.g. torch allocator will "
+             "free cache and retry)",
+             "[memory_saver.cpp] cudaError error: 2 (out of memory)  file=csrc/core.cpp func=resume line=172"]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.CUDA_OOM, lines[1])
