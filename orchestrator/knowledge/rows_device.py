@@ -145,7 +145,8 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         example="triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 232448, "
         "Hardware limit: 101376."),
     sig("invalid_backend", C.UNSUPPORTED_CONFIG, 60,
-        r"Invalid attention backend|(?i:(?:attention )?backend \S+ (?:is )?not (?:supported|available))",
+        r"Invalid attention backend|(?i:(?:attention )?backend \S+ (?:is )?not (?:supported|available))"
+        r"|(?i:\bno (?:valid|suitable|compatible|available) (?:\w+ )?backends? (?:was |were )?found\b)",
         ("Invalid attention backend", "backend"),
         example="ValueError: Invalid attention backend for cuda, with use_v1: False use_mla: False"),
     sig("model_not_supported", C.UNSUPPORTED_CONFIG, 60,
@@ -159,11 +160,13 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         r"(?i)\b(?:is|are) not (?:yet )?supported\b|\bnot (?:yet )?supported (?:for|with|by|when|on|in)\b"
         r"|\bunsupported (?:\w+ ){0,2}(?:config\w*|combination|dtype|data ?type|quantization|model|backend|option"
         r"|mode|value|format|feature|arch\w*)\b|\bdoes(?: not|n't) (?:yet )?support\b|\bonly supports?\b"
-        r"|\bonly (?:be )?supported (?:on|for|with|by|in|when|if)\b",
+        r"|\bonly (?:be )?supported (?:on|for|with|by|in|when|if)\b|\bno longer supports?\b|\bno longer supported\b"
+        r"|\bsupports? [^.;]{1,80}, but got\b",
         ("support", "Support"),
         example="ValueError: This configuration is not supported on this platform."),
     sig("flag_combination", C.UNSUPPORTED_CONFIG, 55,
-        r"(?i)\b(?:is|are) (?:not )?(?:compatible|incompatible) with\b|\bcannot be (?:used|enabled|combined|set|"
+        r"(?i)\b(?:is|are) (?:not )?(?:compatible|incompatible) with\b|\b(?:is|are) required (?:when|if|with)\b"
+        r"|\bcannot be (?:used|enabled|combined|set|"
         r"specified) (?:together )?(?:with|when|alongside)\b|\bmutually exclusive\b|\bconflicts? with\b"
         r"|\b(?:must|should) (?:also )?be (?:used|set|enabled|specified) (?:together )?(?:with|when)\b"
         r"|\bonly (?:be )?(?:used|enabled|allowed|valid) (?:with|when|if|for)\b|\brequires? (?:setting |enabling )?--\w"

@@ -37,7 +37,7 @@ _REFUSAL = (
     r"|\bno (?:matching |suitable |valid )?(?:dispatch|specializ\w*)\b)"
 )
 _UNKNOWN_ARCH = (
-    rf"(?i:\b(?:unknown|unrecogni[sz]ed)\W+(?:(?:GPU|device|target|chip|hardware|CUDA|AMD|NVIDIA)\W+)?){ARCH}"
+    rf"(?i:\b(?:unknown|unrecogni[sz]ed)\W+(?:(?:GPU|device|target|chip|hardware|CUDA|AMD|NVIDIA|ROCm|HIP|GCN)\W+)?){ARCH}"
 )
 ARCH_REFUSAL = re.compile(rf"(?i:{_REFUSAL}).{{0,100}}{ARCH}|{ARCH}.{{0,100}}(?i:{_REFUSAL})|{_UNKNOWN_ARCH}")
 """A refusal and an architecture in one message, in either order. A GPU architecture a table does not know
@@ -111,13 +111,13 @@ TOKENIZER_FAULT = re.compile(
 
 CHECKPOINT = (
     r"(?i:\bcheckpoints?\b|\bweights?(?: files?)?\b|\bsafetensors\b|\bstate[_ ]dict\b|\bconfig\.json\b"
-    r"|\bconfiguration of\b|\bserialized model\b|\bshards?\b)"
+    r"|\bconfiguration of\b|\bserialized model\b|\bshards?\b|\bquantization config\b|\bhf_quant_config\.json\b)"
 )
 """Words that name a checkpoint: its files, weights, tensors' container, its config."""
 _CHECKPOINT_FAULT = (
-    r"(?i:\bincomplete\b|\bcorrupt\w*|\bchecksum mismatch\b|\bnot (?:a valid|found|loaded|initiali[sz]ed)\b"
+    r"(?i:\bincomplete\b|\bempty\b|\bcorrupt\w*|\bchecksum mismatch\b|\bnot (?:a valid|found|loaded|initiali[sz]ed)\b"
     r"|\bno (?:\w+ ){0,2}found\b|\bmissing\b|\bcan(?:no|')t (?:load|find|read|open)\b|\bcould not (?:load|find|read)\b"
-    r"|\bfailed to (?:load|read|open)\b|\bnot loaded properly\b)"
+    r"|\bfailed to (?:load|read|open)\b|\bnot loaded properly\b|\bnever loaded\b)"
 )
 CHECKPOINT_FAULT = re.compile(
     rf"{CHECKPOINT}.{{0,120}}{_CHECKPOINT_FAULT}|{_CHECKPOINT_FAULT}.{{0,120}}{CHECKPOINT}"
@@ -127,7 +127,9 @@ CHECKPOINT_FAULT = re.compile(
 
 PACKAGE_ABSENT = re.compile(
     r"(?i:\b(?:please |to )?install (?:it|them)?\b.{0,20}\b(?:with|via|using)?\s*`?pip install\b|\bplease install\b"
-    r"|\bis not installed\b|\bnot installed\b|\brequires (?:the )?installation of\b|\bpackage is required\b)"
+    r"|\bis not installed\b|\bnot installed\b|\brequires (?:the )?installation of\b|\bpackage is required\b"
+    r"|\b(?:unavailable|not available|missing) in (?:this|the installed|your) (?:\w+ ){0,2}(?:install(?:ation)?|version"
+    r"|build)\b|\bthe installed \w+ is\b.{0,80}\bupgrade\b|\bplease upgrade\b)"
 )
 """A message that says a package is absent and how to install it: the import (or the wheel) is what failed."""
 

@@ -143,10 +143,12 @@ WORDED: tuple[Signature, ...] = (
     # A checkpoint named beside what is wrong with it (vocabulary.CHECKPOINT_FAULT).
     sig("checkpoint_fault", C.WEIGHTS_LOAD_ERROR, 57, CHECKPOINT_FAULT.pattern,
         ("heckpoint", "HECKPOINT", "eight", "EIGHT", "afetensors", "tate_dict", "tate dict", "config.json",
-         "onfiguration of", "erialized model", "hard"), phase=P.MODEL_LOAD, vocabulary=states_without_fallback,
+         "onfiguration of", "erialized model", "hard", "uantization config", "quant_config"), phase=P.MODEL_LOAD,
+        vocabulary=states_without_fallback,
         example="RuntimeError: No model weights found in: `/data/models/glm-4.6`"),
     # A package named as absent, with the advice to install it (vocabulary.PACKAGE_ABSENT).
-    sig("package_absent", C.IMPORT_ERROR, 58, PACKAGE_ABSENT.pattern, ("nstall", "NSTALL"), phase=P.IMPORT,
+    sig("package_absent", C.IMPORT_ERROR, 58, PACKAGE_ABSENT.pattern, ("nstall", "NSTALL", "pgrade", "PGRADE"),
+        phase=P.IMPORT,
         vocabulary=states_without_fallback,
         example="RuntimeError: cuda.bindings is not available. Install it with: pip install cuda-python"),
     # Something waited for that never came: `timed out waiting for clients`, a store or a peer that did not answer, a
@@ -155,7 +157,7 @@ WORDED: tuple[Signature, ...] = (
     sig("timed_out_waiting", C.HANG_OR_TIMEOUT, 63,
         r"(?i:\btimed? ?out (?:after [\d.]+ ?\w+ )?(?:while )?waiting (?:for|on)\b(?! (?:the )?(?:new )?engine))"
         r"|(?i:\bwatchdog got stuck\b)",
-        ("imed out", "IMED OUT", "ime out", "watchdog got stuck"), any_level=True,
+        ("imed out", "IMED OUT", "ime out", "Timeout waiting", "watchdog got stuck"), any_level=True,
         example="torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients "
         "joined."),
     # A deadline that passed, in any wording: a step that did not happen within its time (`failed to report ZMQ
@@ -173,15 +175,26 @@ WORDED: tuple[Signature, ...] = (
     sig("config_requirement", C.UNSUPPORTED_CONFIG, 47,
         r"^(?:[\w.]+\.)?(?:ValueError|AssertionError|NotImplementedError): [^:]{1,80}?\brequires (?!installation\b)",
         "Error", phase=P.ARG_PARSE, example="ValueError: AuxOutput Connector requires prefix caching."),
+    # Launch settings given through the environment that contradict each other or are malformed
+    # (`Inconsistent GPU visibility env vars: HIP_VISIBLE_DEVICES='0,1' vs CUDA_VISIBLE_DEVICES='2,3'`): a setting is
+    # wrong, as a flag would be.
+    sig("environment_setting", C.INVALID_ARGUMENT, 50,
+        r"(?i:\b(?:inconsistent|conflicting|invalid|malformed|unparseable)\b.{0,60}\benv(?:ironment)?(?: var\w*)?\b)"
+        r"|(?i:\b(?:inconsistent|conflicting|invalid|malformed)\b).{0,60}\b[A-Z][A-Z0-9]*_[A-Z0-9_]+=",
+        ("nconsistent", "onflicting", "nvalid", "alformed", "nparseable"), phase=P.ARG_PARSE,
+        example="ValueError: Inconsistent GPU visibility env vars: HIP_VISIBLE_DEVICES='0,1' vs "
+        "CUDA_VISIBLE_DEVICES='2,3'. Please set only one, or ensure they match."),
     sig("c10d_wait_timeout", C.HANG_OR_TIMEOUT, 66,
         r"waitForInput.{0,200}(?i:tim(?:ed? ?out|eout))|\bSocket Timeout\b", ("waitForInput", "Socket Timeout"),
         any_level=True,
         example="[E socket.cpp:1013] [c10d] waitForInput: poll for socket returned 0, likely a timeout"),
+    # A refused connection alone is one try NCCL repeats; the retries running out (`exceeded error retry count`) fail.
     sig("nccl_warn_failure", C.NCCL_ERROR, 76,
         r"NCCL WARN .{0,200}(?:(?i:cuda failure)|[Uu]nhandled|nccl\w+Error|\bibv_\w+ failed|NET/\w+ ?: .{0,80}"
         r"(?:error|failed)|Call to \w+ failed|[Bb]ootstrap.{0,60}failed|[Ee]rror while|No route to host"
         r"|[Nn]etwork is unreachable|[Ff]ailed to (?!CUDA (?:malloc|calloc))|\b[Nn]o \w+ (?:interface|device)s? found"
-        r"|Minimum requirement is|with status=[1-9]|vendor err)",
+        r"|Minimum requirement is|with status=[1-9]|vendor err|[Uu]nable to|exceeded .{0,40}retr"
+        r"|already checked in|[Aa]ttempt to use|[Mm]ismatch)",
         "NCCL WARN", any_level=True,
         example="node1:1234:5678 [0] enqueue.cc:1556 NCCL WARN Cuda failure 'invalid device function'"),
     sig("cuda_error_unnamed", C.UNKNOWN, 25,
