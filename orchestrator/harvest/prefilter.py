@@ -18,7 +18,7 @@ from collections import Counter
 from orchestrator.harvest.needles import NEEDLES
 
 LOWER: tuple[str, ...] = (
-    "error", "fail", "fatal", "timeout", "deprecat", "signal", "version", "assert", "init engine",
+    "error", "fail", "fatal", "timeout", "timed out", "deprecat", "signal", "version", "assert", "init engine",
 )
 """The lower-case literals worth one pass over the whole log each."""
 
