@@ -49,6 +49,14 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         r"error\b",
         (": error", ": fatal error"), any_level=True,
         example="  activation.cuh:95:52: error: type/value mismatch at argument 1 in template parameter list"),
+    # The linker of such a build (Triton links its launcher against libcuda with the system's compiler): a library it
+    # cannot find or a symbol it cannot resolve fails the build. ld's own `cannot find -lcuda` has no literal the
+    # prefilter anchors on; gcc's `collect2: error: ld returned 1 exit status` after it always does.
+    sig("linker_error", C.KERNEL_JIT_ERROR, 74,
+        r"(?:^|[\s/])ld(?:\.\w+)?: (?:cannot find -l\S+|error\b)|\bld returned [1-9]\d* exit status"
+        r"|\bundefined reference to [`'\"]",
+        ("ld: cannot find", "ld: error", "ld returned", "undefined reference"), any_level=True,
+        example="collect2: error: ld returned 1 exit status"),
     # Ray cannot place the bundles the engine asked for (too few GPUs, a node missing, GPUs of another type): vLLM
     # logs the wait at INFO each time it doubles, and the start-up hangs. A server that starts after the wait outlived
     # it (survival applies, as to any hang).
@@ -73,6 +81,11 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         r"^(?:[\w.]+\.)?NameError: name '(?:torch_(?:npu|mlu|musa|gcu|xla)\w*|intel_extension_for_pytorch|ipex"
         r"|habana_frameworks\w*|vllm_ascend\w*|sglang_npu\w*)' is not defined",
         "NameError", phase=P.IMPORT, example="NameError: name 'torch_npu' is not defined"),
+    # vLLM's check of the model argument: neither a hub repository id nor a local directory with a config.
+    sig("model_reference_invalid", C.INVALID_ARGUMENT, 58,
+        r"Invalid repository ID or local directory specified",
+        "Invalid repository ID", phase=P.ARG_PARSE,
+        example="ValueError: Invalid repository ID or local directory specified: 'some-model-without-org'."),
     # Python's built-in errors state themselves in fixed words; quoted without their type (a server's `Failed to start
     # model server: integer division or modulo by zero`), they are still that Python exception.
     sig("python_builtin_message", C.PYTHON_EXCEPTION_OTHER, 20,

@@ -30,6 +30,8 @@ C = Category
           "integer division or modulo by zero"], C.PYTHON_EXCEPTION_OTHER),
         (["NameError: name 'torch_npu' is not defined"], C.IMPORT_ERROR),
         (["RuntimeError: CUDA driver error: CUDA_ERROR_OUT_OF_MEMORY"], C.CUDA_OOM),
+        (["/usr/bin/ld: cannot find -lcuda", "collect2: error: ld returned 1 exit status"], C.KERNEL_JIT_ERROR),
+        (["ValueError: Invalid repository ID or local directory specified: 'model-without-org'."], C.INVALID_ARGUMENT),
         (["  /tmp/build/kernel.cu(95): error: identifier \"foo\" is undefined"], C.KERNEL_JIT_ERROR),
         (["The actor or task with ID ffff cannot be scheduled right now. It requires {GPU: 1.0} for placement, but "
           "this node only has remaining {CPU: 8.0}."], C.HANG_OR_TIMEOUT),
@@ -47,6 +49,7 @@ def test_a_runtime_statement_names_its_family(lines: list[str], category: Catego
         "INFO 01-01 10:00:00 [ray_utils.py:1] Created a placement group of specs [{'GPU': 1.0}]",
         "  see kernels/activation.cuh:95 for the error handling",
         "INFO 01-01 10:00:00 [x.py:1] Using torch_npu 2.1",
+        "INFO 01-01 10:00:00 [x.py:1] world: errors so far 0",
     ],
 )
 def test_lookalikes_that_state_nothing_are_no_failure(line: str) -> None:
