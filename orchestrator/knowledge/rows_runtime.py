@@ -81,6 +81,30 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         r"^(?:[\w.]+\.)?NameError: name '(?:torch_(?:npu|mlu|musa|gcu|xla)\w*|intel_extension_for_pytorch|ipex"
         r"|habana_frameworks\w*|vllm_ascend\w*|sglang_npu\w*)' is not defined",
         "NameError", phase=P.IMPORT, example="NameError: name 'torch_npu' is not defined"),
+    # Ascend's operator store has no kernel of this operator for this chip (CANN's `EZ####` operator errors, `Optype
+    # [X] of Ops kernel [AIcoreEngine] is unsupported`): no kernel for this device, as CUDA's `no kernel image`.
+    sig("npu_operator_unsupported", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 72,
+        r"\bOps? kernel \[\w+\] is (?:unsupported|not supported)|(?:^|[\s:\]])EZ\d{4}:.{0,240}?\b(?:is unsupported"
+        r"|is not supported|not support\w*)\b",
+        ("kernel [", "EZ"), any_level=True,
+        example="EZ3002: [PID: 603] 2025-06-23-10:51:59.636.525 Optype [TransData] of Ops kernel [AIcoreEngine] is "
+        "unsupported. Reason: [tbe-custom]:op type TransData is not found in this op store."),
+    # Transformers has no tokenizer or processor class for the checkpoint's config: the tokenizer cannot be built (its
+    # `... for this kind of AutoModel` twin is the model not being supported).
+    sig("auto_tokenizer_unmapped", C.TOKENIZER_OR_TEMPLATE_ERROR, 66,
+        r"Unrecognized configuration class .{0,240}? to build an Auto(?:Tokenizer|Processor|ImageProcessor"
+        r"|FeatureExtractor)\b",
+        "Unrecognized configuration class", phase=P.MODEL_LOAD,
+        example="ValueError: Unrecognized configuration class <class 'transformers_modules.m.configuration_m.MConfig'>"
+        " to build an AutoTokenizer."),
+    # An operating system error's own words (strerror) carried by a socket, zmq or OS exception: a system call failed,
+    # which says nothing about a configuration the engine refuses (`ZMQError: Operation not supported`).
+    sig("os_error_message", C.PYTHON_EXCEPTION_OTHER, 42,
+        r"^(?:[\w.]+\.)?(?:ZMQError|OSError|IOError|PermissionError|BlockingIOError|socket\.error): (?:\[Errno \d+\] )?"
+        r"(?:Operation not (?:supported|permitted)|Permission denied|Bad file descriptor"
+        r"|Resource temporarily unavailable|Too many open files)\b",
+        ("ZMQError", "OSError", "IOError", "PermissionError", "BlockingIOError", "socket.error"),
+        example="zmq.error.ZMQError: Operation not supported"),
     # vLLM's check of the model argument: neither a hub repository id nor a local directory with a config.
     sig("model_reference_invalid", C.INVALID_ARGUMENT, 58,
         r"Invalid repository ID or local directory specified",

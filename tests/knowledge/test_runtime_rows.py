@@ -30,6 +30,14 @@ C = Category
           "integer division or modulo by zero"], C.PYTHON_EXCEPTION_OTHER),
         (["NameError: name 'torch_npu' is not defined"], C.IMPORT_ERROR),
         (["RuntimeError: CUDA driver error: CUDA_ERROR_OUT_OF_MEMORY"], C.CUDA_OOM),
+        (["ERROR 06-23 10:51:59 [engine.py:458] EZ3002: [PID: 6] 2025-06-23-10:51:59.636.525 Optype [TransData] of "
+          "Ops kernel [AIcoreEngine] is unsupported."], C.KERNEL_NOT_SUPPORTED_ON_ARCH),
+        (["ValueError: Unrecognized configuration class <class 'x.MConfig'> to build an AutoTokenizer."],
+         C.TOKENIZER_OR_TEMPLATE_ERROR),
+        (["ValueError: Unrecognized configuration class <class 'x.MConfig'> for this kind of AutoModel: "
+          "AutoModelForCausalLM."], C.UNSUPPORTED_CONFIG),
+        (["zmq.error.ZMQError: Operation not supported"], C.PYTHON_EXCEPTION_OTHER),
+        (["OSError: [Errno 98] Address already in use"], C.PORT_IN_USE),
         (["/usr/bin/ld: cannot find -lcuda", "collect2: error: ld returned 1 exit status"], C.KERNEL_JIT_ERROR),
         (["ValueError: Invalid repository ID or local directory specified: 'model-without-org'."], C.INVALID_ARGUMENT),
         (["  /tmp/build/kernel.cu(95): error: identifier \"foo\" is undefined"], C.KERNEL_JIT_ERROR),
