@@ -29,6 +29,11 @@ _RESULT_NEEDLES = ("CUresult", "cudaError", "CUDA", "cuMem", "cuMalloc", "cuCtx"
 NAMED_PYTHON_ERRORS = frozenset({"python_builtin_message"})
 """Rows that name a Python error by its own words: beside a follow-up on the same line they still say what failed."""
 
+_TOKENIZER_WORDS = (
+    r"(?:\b(?!\w*Logits)\w*(?:Tokenizer|Processor)(?:Fast)?\b|\b(?:de)?tokeniz\w*|\bvocabular(?:y|ies)\b"
+    r"|\bchat[_ ]template\b)"
+)
+
 RUNTIME_ROWS: tuple[Signature, ...] = (
     sig("cuda_result_out_of_memory", C.CUDA_OOM, 78, rf"{_RESULT}2{_CODE_END}|\bCUDA_ERROR_OUT_OF_MEMORY\b",
         (*_RESULT_NEEDLES, "CUDA_ERROR_OUT_OF_MEMORY"), any_level=True,
@@ -97,6 +102,14 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         "Unrecognized configuration class", phase=P.MODEL_LOAD,
         example="ValueError: Unrecognized configuration class <class 'transformers_modules.m.configuration_m.MConfig'>"
         " to build an AutoTokenizer."),
+    # An exception or a failure statement that names the tokenizer, a processor class, the vocabulary or the chat
+    # template is about them (`'Qwen2VLProcessor' object has no attribute 'image_token'`, `Unable to load vocabulary
+    # from file`, `No tokenizer file found`); a logits processor is sampling's, not the tokenizer's.
+    sig("tokenizer_named", C.TOKENIZER_OR_TEMPLATE_ERROR, 44,
+        rf"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b.*?{_TOKENIZER_WORDS}"
+        rf"|(?i:\b(?:failed to|unable to|cannot|can't|could not|couldn't|no)\b).{{0,80}}?{_TOKENIZER_WORDS}",
+        ("okeniz", "rocessor", "ocabular", "template", "Template"),
+        example="AttributeError: 'Qwen2VLProcessor' object has no attribute 'image_token'"),
     # An operating system error's own words (strerror) carried by a socket, zmq or OS exception: a system call failed,
     # which says nothing about a configuration the engine refuses (`ZMQError: Operation not supported`).
     sig("os_error_message", C.PYTHON_EXCEPTION_OTHER, 42,

@@ -37,6 +37,11 @@ C = Category
         (["ValueError: Unrecognized configuration class <class 'x.MConfig'> for this kind of AutoModel: "
           "AutoModelForCausalLM."], C.UNSUPPORTED_CONFIG),
         (["zmq.error.ZMQError: Operation not supported"], C.PYTHON_EXCEPTION_OTHER),
+        (["AttributeError: 'Qwen2VLProcessor' object has no attribute 'image_token'"], C.TOKENIZER_OR_TEMPLATE_ERROR),
+        (["OSError: Unable to load vocabulary from file. Please check that the provided vocabulary is accessible."],
+         C.TOKENIZER_OR_TEMPLATE_ERROR),
+        (["TypeError: MyLogitsProcessor.__call__() takes 2 positional arguments but 3 were given"],
+         C.PYTHON_EXCEPTION_OTHER),
         (["OSError: [Errno 98] Address already in use"], C.PORT_IN_USE),
         (["/usr/bin/ld: cannot find -lcuda", "collect2: error: ld returned 1 exit status"], C.KERNEL_JIT_ERROR),
         (["ValueError: Invalid repository ID or local directory specified: 'model-without-org'."], C.INVALID_ARGUMENT),
@@ -58,6 +63,7 @@ def test_a_runtime_statement_names_its_family(lines: list[str], category: Catego
         "  see kernels/activation.cuh:95 for the error handling",
         "INFO 01-01 10:00:00 [x.py:1] Using torch_npu 2.1",
         "INFO 01-01 10:00:00 [x.py:1] world: errors so far 0",
+        "INFO 01-01 10:00:00 [x.py:1] No chat template given; using the tokenizer's own",
     ],
 )
 def test_lookalikes_that_state_nothing_are_no_failure(line: str) -> None:
