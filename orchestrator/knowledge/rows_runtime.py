@@ -34,6 +34,11 @@ _TOKENIZER_WORDS = (
     r"|\bchat[_ ]template\b)"
 )
 
+_CHECKPOINT_WORDS = (
+    r"(?:\b[Cc]heckpoints?\b|\bsafetensors?\b|\.safetensors\b|\bstate_dict\b|\bweight_map\b"
+    r"|\bmodel\.safetensors\.index\.json\b|\bpytorch_model\b|\.gguf\b)"
+)
+
 RUNTIME_ROWS: tuple[Signature, ...] = (
     sig("cuda_result_out_of_memory", C.CUDA_OOM, 78, rf"{_RESULT}2{_CODE_END}|\bCUDA_ERROR_OUT_OF_MEMORY\b",
         (*_RESULT_NEEDLES, "CUDA_ERROR_OUT_OF_MEMORY"), any_level=True,
@@ -110,6 +115,22 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         rf"|(?i:\b(?:failed to|unable to|cannot|can't|could not|couldn't|no)\b).{{0,80}}?{_TOKENIZER_WORDS}",
         ("okeniz", "rocessor", "ocabular", "template", "Template"),
         example="AttributeError: 'Qwen2VLProcessor' object has no attribute 'image_token'"),
+    # The same for the checkpoint: an exception that names the checkpoint, its safetensors shards, its index or its
+    # state dict is about the weights not loading (the specific loader rows of signatures.py say more where they match).
+    sig("checkpoint_named", C.WEIGHTS_LOAD_ERROR, 44,
+        rf"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b.*?{_CHECKPOINT_WORDS}",
+        ("heckpoint", "afetensors", "state_dict", "weight_map", "index.json", "pytorch_model", ".gguf"),
+        example="RuntimeError: checkpoint shard model-00003-of-00004.safetensors is truncated"),
+    # A GPU allocation that failed, in words other than CUDA's own `out of memory` (`Failed to allocate 2.0 GiB on
+    # device 0`, `not enough GPU memory`, `cudaMalloc failed`). Host memory (`Cannot allocate memory`, errno 12) is not
+    # this: the words must name the device.
+    sig("device_allocation_failed", C.CUDA_OOM, 62,
+        r"(?i:\b(?:failed to|unable to|cannot|can't|could not|couldn't) allocate\b.{0,80}"
+        r"\b(?:GPU|device|cuda|VRAM|HBM)\b|\b(?:GPU|device|cuda|VRAM|HBM)\b.{0,40}\ballocation (?:of .{0,40})?failed\b"
+        r"|\b(?:insufficient|not enough) (?:free )?(?:GPU|device|CUDA|VRAM|HBM) memory\b"
+        r"|\bcudaMalloc\w*\b.{0,40}\bfail)",
+        ("llocat", "LLOCAT", "nsufficient", "ot enough", "cudaMalloc"), any_level=True,
+        example="RuntimeError: Failed to allocate 2.00 GiB on device cuda:0"),
     # An operating system error's own words (strerror) carried by a socket, zmq or OS exception: a system call failed,
     # which says nothing about a configuration the engine refuses (`ZMQError: Operation not supported`).
     sig("os_error_message", C.PYTHON_EXCEPTION_OTHER, 42,

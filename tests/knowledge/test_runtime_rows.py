@@ -37,6 +37,10 @@ C = Category
         (["ValueError: Unrecognized configuration class <class 'x.MConfig'> for this kind of AutoModel: "
           "AutoModelForCausalLM."], C.UNSUPPORTED_CONFIG),
         (["zmq.error.ZMQError: Operation not supported"], C.PYTHON_EXCEPTION_OTHER),
+        (["RuntimeError: checkpoint shard model-00003-of-00004.safetensors is truncated"], C.WEIGHTS_LOAD_ERROR),
+        (["RuntimeError: Failed to allocate 2.00 GiB on device cuda:0"], C.CUDA_OOM),
+        (["WARNING 01-01 10:00:00 [x.py:1] not enough GPU memory to create the KV cache workspace"], C.CUDA_OOM),
+        (["OSError: [Errno 12] Cannot allocate memory"], C.PYTHON_EXCEPTION_OTHER),
         (["AttributeError: 'Qwen2VLProcessor' object has no attribute 'image_token'"], C.TOKENIZER_OR_TEMPLATE_ERROR),
         (["OSError: Unable to load vocabulary from file. Please check that the provided vocabulary is accessible."],
          C.TOKENIZER_OR_TEMPLATE_ERROR),
