@@ -71,7 +71,8 @@ FAMILIES: tuple[Family, ...] = (
     Family("safetensors_type", C.WEIGHTS_LOAD_ERROR, 62, exception=r"(?i)safetensor"),
     Family("template_type", C.TOKENIZER_OR_TEMPLATE_ERROR, 62, exception=r"^jinja2\.|Template\w*Error$"),
     Family("compile_type", C.KERNEL_JIT_ERROR, 62,
-           exception=r"CompilationError$|CompileError$|BackendCompilerFailed$|(?:^|\.)DSL\w*Error$|NVRTC\w*Error$"),
+           exception=r"CompilationError$|CompileError$|BackendCompilerFailed$|(?:^|\.)DSL\w*Error$|NVRTC\w*Error$"
+           r"|(?:^|\.)InductorError$"),
     Family("distributed_type", C.NCCL_ERROR, 62, exception=r"(?:^|\.)Dist(?:Backend|Network|Store)?Error$"),
     Family("timeout_type", C.HANG_OR_TIMEOUT, 40, exception=r"(?:^|\.)(?:TimeoutError|TimeoutExpired)$"),
     # The server's own warm-up request (the HTTP client's errors inside the warm-up loop).

@@ -329,7 +329,8 @@ DEVICE_ROWS: tuple[Signature, ...] = (
     # CalledProcessError wording, also where a warning reports it (SGLang skips a model module whose import built
     # one, and the model then looks unsupported).
     sig("compiler_command_failed", C.KERNEL_JIT_ERROR, 74,
-        r"Command '\[?'?(?:[^'\s]*[/\\])?(?:gcc|g\+\+|cc|c\+\+|clang\+*|nvcc|hipcc|ninja|cmake|make)(?:-\d+)?'.{0,4000}"
+        r"Command '\[?'?(?:[^'\s]*[/\\])?(?:gcc|g\+\+|cc|c\+\+|clang\+*|nvcc|hipcc|ninja|cmake|make|tcc|icx|cl|ld"
+        r"|ptxas)(?:-\d+)?(?:\.exe)?'.{0,4000}"
         r"returned non-zero exit status",
         "returned non-zero exit status", in_warnings=True,
         example="Command '['/usr/bin/gcc', '/tmp/x/main.c', '-O3', '-shared', '-fPIC', '-o', '/tmp/x/cuda_utils.so', "

@@ -208,6 +208,19 @@ WORDED: tuple[Signature, ...] = (
         ("finish", ".shape"), phase=P.MODEL_LOAD,
         example="ValueError: TP rank 1 could finish the model loading, but there are other ranks that didn't finish "
         "loading."),
+    # A file of a JIT cache that is missing, locked or unwritable (Triton's `~/.triton/cache`, torch extensions',
+    # Inductor's, FlashInfer's and DeepGEMM's caches): kernels built just in time cannot be stored or found again,
+    # often two ranks racing on one cache; the build's problem, whatever error the file system raised.
+    sig("jit_cache_file", C.KERNEL_JIT_ERROR, 64,
+        r"(?i:\bno such file\b|\bpermission denied\b|\bfile exists\b|\bread-only file system\b|\bdisk quota\b"
+        r"|\bno space left\b|\bstale file handle\b|\bresource busy\b|\bErrno \d+\b).{0,200}?"
+        r"(?:\.triton[/\\]cache|torch_extensions|torchinductor_\w+|torch_compile_cache|(?:\.cache|\.local)[/\\]"
+        r"(?:flashinfer|deep_?gemm|tvm-ffi)[/\\])",
+        ("triton", "torch_extensions", "torchinductor", "torch_compile_cache", "flashinfer", "deep_gemm", "deepgemm",
+         "tvm-ffi"),
+        any_level=True,
+        example="FileNotFoundError: [Errno 2] No such file or directory: '/root/.triton/cache/a95dd98/_fwd_kernel."
+        "json.tmp.pid_33358_98246'"),
     sig("jit_source_assertion", C.KERNEL_JIT_ERROR, 60,
         r"(?i:assert\w*(?: error| failed)?):?\s*\([^()]*[/\\]jit[/\\][^()]*:\d+\)", ("ssert",),
         example="RuntimeError: Assertion error (/src/deepgemm/csrc/jit/compiler.hpp:50): not root_path.empty()"),
