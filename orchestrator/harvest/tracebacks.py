@@ -11,6 +11,7 @@ its message (`Possible solutions: ...`, ninja's output).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from orchestrator.harvest.records import LogLine, TracebackRecord
@@ -25,6 +26,7 @@ MAX_OPEN = 16
 TAIL_LINES = 8
 
 _HEADER = "Traceback (most recent call last)"
+_DIGIT = re.compile(r"\d")
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 
 
@@ -47,6 +49,11 @@ class OpenTraceback:
     """It follows a chain line (`The above exception was the direct cause ...`): an outer exception."""
     index: int | None = None
     """Its place in the finished list once closed (None: dropped over the bound, or still open)."""
+    lead: str = ""
+    """What stood before the header (or the first frame) that no prefix rule took away (a pod's name, a tab, a
+    viewer's tag), as its shape (digits as 0): lines that start with the same shape carry it too."""
+    indent: int = 0
+    """The header's own indentation after that lead: deeper lines are frames and code, a line at it is the message."""
 
     def add(self, line: LogLine) -> None:
         """Append a line, keeping the head and the tail of a very long traceback."""
@@ -87,7 +94,12 @@ class TracebackAssembler:
             chained, self._chain_pending = self._chain_pending, False
             started = self._start(p.key, line, phase, truncated=False)
             started.chained = chained
+            started.lead, started.indent = _lead(body[: body.find(_HEADER)])
             return started
+        if tb is not None and not tb.lead and not tb.frames and tb.exception is None:
+            tb.lead = _lead(body[: max(0, body.find('File "'))])[0] if FRAME_RE.search(body) else ""
+        if tb is not None and tb.lead and _shape(body[: len(tb.lead)]) == tb.lead:
+            body = body[len(tb.lead) :]
         if body.lstrip().startswith(_CHAINED):
             self._chain_pending = True
         elif body.strip() and tb is None:
@@ -97,6 +109,10 @@ class TracebackAssembler:
             if is_frame:
                 tb = self._start(p.key, line, phase, truncated=True)
                 tb.frames.append(body.strip())
+                at = body.find('File "')
+                # Without the header, a frame's own indentation says nothing sure about the message's (pastes nest
+                # and re-indent excerpts): only the lead is learnt here.
+                tb.lead = _lead(body[:at] if at >= 0 else "")[0]
                 self.role = "frame"
                 return tb
             return None
@@ -106,7 +122,7 @@ class TracebackAssembler:
                 tb.frames.append(body.strip())
                 self.role = "frame"
                 return tb
-            if body[:1] in (" ", "\t") and body.strip():
+            if body.strip() and _indent(body) > tb.indent:
                 tb.add(line)
                 self.role = "code"
                 return tb
@@ -170,3 +186,19 @@ class TracebackAssembler:
         self._open[key] = tb
         self._recent = key
         return tb
+
+
+def _lead(before: str) -> tuple[str, int]:
+    """What stands before a traceback's header or first frame: (the lead's shape, the indentation after it)."""
+    core = before.rstrip(" \t")
+    if not core:
+        return "", _indent(before)
+    return _shape(before[: len(core) + 1]), len(before) - len(core) - 1
+
+
+def _shape(text: str) -> str:
+    return _DIGIT.sub("0", text)
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t"))

@@ -88,7 +88,8 @@ _MARKUP = re.compile(
 """Markdown emphasis a paste into an issue wrapped around a log line (`**_ERROR 11-25 ...`), and a CI viewer's
 gutter before its own timestamp (`  | [2024-09-05T00:38:34Z] ...`)."""
 _DECORATION = re.compile(
-    r"(?:stdout|stderr)\s+[FP]\s|>+(?!>)[ \t]?|\[\d{1,3}(?:;\d{1,3})*m[ \t]?|`{1,3}(?=\S)|\*\*(?=\S)"
+    r"(?:stdout|stderr)\s+[FP]\s|>+(?!>)[ \t]?|\[\d{1,3}(?:;\d{1,3})*m[ \t]?|`{1,3}(?=[ \t]*\S)|\*\*(?=[ \t]*\S)"
+    r"|\|[ \t](?=[ \t]*\S)"
     r"|[A-Za-z0-9][\w.\-]{0,62}[ \t]*\|(?:[ \t]|$)|<(?:stdout|stderr)>:[ \t]?"
     r"|\{[\w.\-]+=\"[^\"]*\"(?:,\s*[\w.\-]+=\"[^\"]*\")*\}[ \t]+"
     r"|(?=[\w.]*[\d\-])[A-Za-z0-9][\w.\-/]{0,120}[ \t]+>>[ \t]"
@@ -113,6 +114,11 @@ _MESSAGE_START = re.compile(
     r"Traceback \(most recent call last\)|File \"|(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)\b(?:\(|:|\s*$)"
     rf"|(?:{_LEVEL})\b"
 )
+_TAGS_BEFORE_INDENT = re.compile(
+    r"(?:\[[^\[\]]{1,80}\]:?[ \t]*|\([^()]{1,120}\)[ \t]*)*(?:\[[^\[\]]{1,80}\]:?|\([^()]{1,120}\))[ \t](?=[ \t]+\S)"
+)
+"""Tags before indented text (a traceback's frame or code line under a worker's tag): stripped up to the
+indentation, which is the message's own."""
 _TAG_LEVEL = re.compile(rf"[\[(]({_LEVEL})[\])]")
 _CLOSING = re.compile(r"(?:`{1,3}|\*\*)\s*$")
 _FLAT_TAG = re.compile(r" \[(?:rank|default)\d+\]: ")
@@ -261,6 +267,9 @@ def _tags(text: str, pos: int) -> re.Match[str] | None:
     if m is None:
         return None
     end = m.end()
+    tight = _TAGS_BEFORE_INDENT.match(text, pos)
+    if tight is not None:
+        return tight
     if _MESSAGE_START.match(text, end) or _layer(text, end) is not None or _DECORATION.match(text, end):
         key = m.group(0).strip()
         return m if key else None
