@@ -262,6 +262,12 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         r"|HCCL function error|(?i:\bhccl\b.{0,40}\b(?:api|call|comm\w*) (?:failed|error))",  # Ascend's NCCL
         ("NCCL", "nccl", "RCCL", "DistBackendError", "Watchdog caught collective", "HCCL", "hccl"), any_level=True,
         example="RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"),
+    # NCCL's shared-memory transport cannot create its segment (`/dev/shm` too small, as in a container's 64 MB
+    # default): the line NCCL gives as its "Last error", more specific than the wrapper that reports it.
+    sig("nccl_shm_segment", C.NCCL_ERROR, 82,
+        r"Error while (?:creating|attaching to|mapping|opening|truncating) shared memory segment",
+        "shared memory segment", any_level=True,
+        example="Error while creating shared memory segment /dev/shm/nccl-F9ffgB (size 9637888)"),
     sig("nccl_warn_connection", C.NCCL_ERROR, 76,
         r"NCCL WARN .{0,160}(?:connection abort|[Cc]onnection reset|unhandled (?:system|cuda) error|[Tt]imeout"
         r"|timed out)",

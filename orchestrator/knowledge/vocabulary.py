@@ -112,13 +112,14 @@ TOKENIZER_FAULT = re.compile(
 
 CHECKPOINT = (
     r"(?i:\bcheckpoints?\b|\bweights?(?: files?)?\b|\bsafetensors\b|\bstate[_ ]dict\b|\bconfig\.json\b"
-    r"|\bconfiguration of\b|\bserialized model\b|\bshards?\b|\bquantization config\b|\bhf_quant_config\.json\b)"
+    r"|\bconfiguration of\b|\bserialized model\b|\bshards?\b|\bquantization config\b|\bhf_quant_config\.json\b"
+    r"|\bgguf\b)"
 )
-"""Words that name a checkpoint: its files, weights, tensors' container, its config."""
+"""Words that name a checkpoint: its files, weights, tensors' container (safetensors, GGUF), its config."""
 _CHECKPOINT_FAULT = (
     r"(?i:\bincomplete\b|\bempty\b|\bcorrupt\w*|\bchecksum mismatch\b|\bnot (?:a valid|found|loaded|initiali[sz]ed)\b"
     r"|\bno (?:\w+ ){0,2}found\b|\bmissing\b|\bcan(?:no|')t (?:load|find|read|open)\b|\bcould not (?:load|find|read)\b"
-    r"|\bfailed to (?:load|read|open)\b|\bnot loaded properly\b|\bnever loaded\b)"
+    r"|\bfailed to (?:load|read|open|map|parse)\b|\bnot loaded properly\b|\bnever loaded\b)"
 )
 CHECKPOINT_FAULT = re.compile(
     rf"{CHECKPOINT}.{{0,120}}{_CHECKPOINT_FAULT}|{_CHECKPOINT_FAULT}.{{0,120}}{CHECKPOINT}"

@@ -52,10 +52,13 @@ WORDED: tuple[Signature, ...] = (
         rf"^(?:[\w.]+\.)?NameError: name '{KERNEL_LIBRARIES}' is not defined", "NameError",
         example="NameError: name 'deep_gemm' is not defined"),
     sig("op_namespace_missing", C.IMPORT_ERROR, 70,
-        r"(?:_OpNamespace|torch\.ops\.\w+|module '[\w.]*\b(?:_C|_ops|ops|_kernels?|common_ops)\w*')"
+        rf"(?:_OpNamespace|torch\.ops\.\w+|module '[\w.]*\b(?:_C|_ops|ops|_kernels?|common_ops)\w*'"
+        rf"|module '{KERNEL_LIBRARIES}(?:\.\w+)*')"
         r".{0,80}has no attribute",
         "has no attribute", phase=P.IMPORT,
         example="AttributeError: '_OpNamespace' 'sgl_kernel' object has no attribute 'fused_add_rmsnorm'"),
+    # (A kernel library's own module lacking a function, `module 'sgl_kernel' has no attribute 'allreduce'`, is the
+    # same mismatch: a build of the library for another version or platform than its caller.)
     sig("extension_load_failed", C.IMPORT_ERROR, 72,
         r"(?i:failed to (?:import|load)|could not (?:import|load)).{0,160}(?:undefined symbol|symbol not found"
         r"|cannot open shared object|DLL load failed|version `[^`']+' not found)", ("ailed to", "ould not"),
