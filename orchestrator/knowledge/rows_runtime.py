@@ -77,6 +77,30 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         ("lacement group", "cannot be scheduled right now", "Waiting for", "The actor or task"), any_level=True,
         example="INFO 06-07 18:13:55 [ray_utils.py:464] Waiting for creating a placement group of specs for 150 "
         "seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]."),
+    # A scheduler that ended the job at its time limit (Slurm's `*** JOB 12 ON node CANCELLED AT <time> DUE TO TIME
+    # LIMIT ***`): the run hung or was too slow and was killed at the deadline.
+    sig("job_time_limit", C.HANG_OR_TIMEOUT, 58,
+        r"\bCANCELLED AT \S+ DUE TO TIME LIMIT\b|\bTIME LIMIT\b.{0,40}\bexceeded\b",
+        ("DUE TO TIME LIMIT", "TIME LIMIT"), any_level=True,
+        example="slurmstepd: error: *** JOB 4242 ON gpu-node-3 CANCELLED AT 2025-01-01T10:00:00 DUE TO TIME LIMIT ***"),
+    # The scheduler or the platform took the process away for a reason of its own: a job cancelled or preempted
+    # (Slurm), a pod evicted (Kubernetes), a spot instance reclaimed. A vLLM sequence group `preempted` for KV space is
+    # the engine's own scheduling, not a kill: the words must name a job, pod, node or instance.
+    sig("taken_away", C.PROCESS_KILLED, 62,
+        r"\bCANCELLED AT \S+(?!\S)(?! DUE TO TIME LIMIT)"
+        r"|\bThe node was low on resource\b"
+        r"|(?i:\b(?:pod|node|instance|vm|job|container)\b[^.]{0,60}\b(?:was |has been |got |is being )?"
+        r"(?:preempted|evicted)\b|\bspot instance\b.{0,60}\b(?:interrupt\w*|reclaim\w*|terminat\w*)\b)",
+        ("CANCELLED AT", "The node was low on resource", "reempted", "victed", "Spot instance", "spot instance",
+         "REEMPTED", "VICTED", "Preempted", "Evicted"), any_level=True,
+        example="Warning  Evicted  kubelet  The node was low on resource: memory. Container vllm was using 60Gi."),
+    # A process that stopped answering its peers' liveness checks (vLLM's `No heartbeat received from MQLLMEngine`): it
+    # hangs or is stuck, whatever killed it afterwards.
+    sig("heartbeat_lost", C.HANG_OR_TIMEOUT, 50,
+        r"(?i:\bno heartbeats? (?:received|from)\b|\bheartbeats? (?:timeout|timed out|missed|lost|failed)\b"
+        r"|\b(?:became|is|has become) (?:unresponsive|not responding)\b)",
+        ("heartbeat", "Heartbeat", "HEARTBEAT", "unresponsive", "not responding"),
+        example="TimeoutError: No heartbeat received from MQLLMEngine"),
     # Ascend CANN reports an error as `E<module><4 digits>: [PID: n] <time> <message>`; the module letter I is HCCL,
     # the NPU's collective library: its errors are the distributed runtime's, as NCCL's are.
     sig("hccl_error_code", C.NCCL_ERROR, 66, r"(?:^|[\s:\]])EI\d{4}:", "EI",
