@@ -268,12 +268,12 @@ def _tags(text: str, pos: int) -> re.Match[str] | None:
         return None
     end = m.end()
     tight = _TAGS_BEFORE_INDENT.match(text, pos)
-    if tight is not None:
-        return tight
     if _MESSAGE_START.match(text, end) or _layer(text, end) is not None or _DECORATION.match(text, end):
+        if tight is not None and text.startswith('File "', end):
+            return tight  # a frame keeps its indentation: the traceback tells code from message by it
         key = m.group(0).strip()
         return m if key else None
-    return None
+    return tight
 
 
 _Layer = tuple[int, "str | None", "str | None", str, "str | None"]

@@ -57,3 +57,17 @@ def test_words_that_are_no_prose_before_an_exception_are_a_prefix(line: str, bod
 )
 def test_prose_a_heading_or_code_before_an_exception_stays_the_message(line: str) -> None:
     assert parse(line).body == line
+
+
+@pytest.mark.parametrize(
+    ("line", "body"),
+    [
+        ('[worker-0]   File "a.py", line 1, in f', '  File "a.py", line 1, in f'),
+        ("[worker-0]     x = 1", "    x = 1"),
+        ('[a] (b) File "a.py", line 1, in f', 'File "a.py", line 1, in f'),
+        ("[worker-0] KeyError: 1", "KeyError: 1"),
+        ("[x]  ERROR foo", "ERROR foo"),
+    ],
+)
+def test_tags_before_indented_text_leave_the_indentation(line: str, body: str) -> None:
+    assert parse(line).body == body
