@@ -84,12 +84,14 @@ SERVING_ACTIVITY = re.compile(
 """Lines that show a server answering requests: batches run, completions returned with 200."""
 
 REQUEST_HANDLER = re.compile(
-    r"[\[ (]serving(?:_\w+)?\.py:\d+\]|\bError in preprocessing prompt inputs\b"
+    r"[\[ (]serving(?:_\w+)?\.py:\d+\]|[\[ (/]\w*(?:tool|reasoning)_parsers?\.py:\d+\]"
+    r"|\bError (?:in extracting|trying to handle streaming) tool call\b|\bError in preprocessing prompt inputs\b"
     r"|\bError in (?:parse_\w+|detect_and_parse)\b|\bException in ASGI application\b"
     r"|(?i:\b(?:for|of) (?:the )?(?:unrecognized |unknown |aborted |finished |expired )?request(?: ?id)?[ =:]+['\"]?"
     r"(?:chatcmpl-|cmpl-|req[-_])?[0-9a-f][\w-]{7,})"
 )
-"""Where an OpenAI-compatible server logs one request's failure (vLLM's `[serving_chat.py:257]`; SGLang's tool-call
+"""Where an OpenAI-compatible server logs one request's failure (vLLM's `[serving_chat.py:257]`, its tool-call and
+reasoning parsers `[hermes_tool_parser.py:110] Error in extracting tool call from response`; SGLang's tool-call
 and reasoning parsers, `Error in parse_streaming_increment: ...`; uvicorn's `Exception in ASGI application`, logged for
 one request's unhandled exception, with its traceback after it), or any message about one request it names by id
 (a KV connector's `Potentially invalid KV blocks for unrecognized request chatcmpl-...`): it answers that request (with
