@@ -38,6 +38,7 @@ MARKERS: tuple[MarkerSpec, ...] = (
     MarkerSpec("memory_pool_end", "Memory pool end", Phase.MEMORY_ALLOC),
     MarkerSpec("kv_cache_blocks", "# GPU blocks:", Phase.MEMORY_ALLOC),
     MarkerSpec("kv_cache_blocks", "GPU KV cache size:", Phase.MEMORY_ALLOC),
+    MarkerSpec("kv_cache_blocks", "# CUDA blocks:", Phase.MEMORY_ALLOC),
     MarkerSpec("attention_backend_init", "Init attention backend", Phase.MEMORY_ALLOC),
     MarkerSpec("capture_begin", "Capture cuda graph begin", Phase.CUDA_GRAPH_CAPTURE),
     MarkerSpec("capture_progress", "Capturing batches", Phase.CUDA_GRAPH_CAPTURE),
@@ -47,6 +48,8 @@ MARKERS: tuple[MarkerSpec, ...] = (
     MarkerSpec("capture_begin", "Capturing the model for CUDA graphs", Phase.CUDA_GRAPH_CAPTURE),
     MarkerSpec("capture_end", "Capture cuda graph end", Phase.WARMUP),
     MarkerSpec("capture_end", "Graph capturing finished", Phase.WARMUP),
+    MarkerSpec("capture_end", "Capture draft cuda graph end", Phase.WARMUP),  # speculative decoding's draft model
+    MarkerSpec("capture_end", "CUDA graph end", Phase.WARMUP),  # `Capture target decode CUDA graph end`
     MarkerSpec("token_budget", "max_total_num_tokens=", Phase.WARMUP),
     MarkerSpec("engine_ready", "init engine (profile", Phase.WARMUP),
     MarkerSpec("api_server_start", "Starting vLLM API server", Phase.WARMUP),
