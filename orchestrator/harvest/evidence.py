@@ -40,6 +40,8 @@ TAIL_LINES = 20
 _TAIL_BYTES = 16 << 10
 _CACHE = 4096
 _BATCH = 1 << 20
+LONE_CONTINUATION_LINES = 3
+"""How many lines after a lone exception line may continue its message."""
 
 
 class EvidenceBuilder:
@@ -71,6 +73,9 @@ class EvidenceBuilder:
         self._versions: dict[str, str] = {}
         self._server_args: dict[str, str] = {}
         self._votes = {"sglang": 0, "vllm": 0}
+        self._lone: tuple[str, LogLine] | None = None
+        """A lone exception line (no traceback, no prefix) whose message may go on over the next lines."""
+        self._follow = 0
 
     def feed(self, chunk: bytes) -> None:
         """Take the next bytes of the log."""
@@ -120,7 +125,7 @@ class EvidenceBuilder:
         cursor = PREFILTER.cursor(buf, end)
         pos = counted = 0
         while pos < end:
-            if self._tbs.active:
+            if self._tbs.active or self._follow > 0:
                 start = pos
             else:
                 hit = cursor.next_hit(pos)
@@ -174,6 +179,8 @@ class EvidenceBuilder:
                     self._hit(row, line, False, tb)
             return
         message = p.body.strip()
+        if self._continue_lone(p, message, tb, clean):
+            return
         if not message:
             return
         self._facts(message)
@@ -204,6 +211,34 @@ class EvidenceBuilder:
             self._hit(row, line, leads, tb)
         if TRACEBACK_ROW in rows:
             self._hit(TRACEBACK_ROW, line, False, tb)
+        if leads and tb is None and not p.prefixed and not indented and not warning:
+            self._lone, self._follow = (message, line), LONE_CONTINUATION_LINES
+
+    def _continue_lone(self, p: Parsed, message: str, tb: OpenTraceback | None, clean: str) -> bool:
+        """An exception stated on its own (no traceback, no prefix) whose message a paste or a wrapping logger carried
+        on over the next lines (`tvm.error.InternalError: Check failed: ...` then `must go through <the SM120 kernel>`):
+        what the message says as a whole is said by the exception's line. True when the line was taken as such a
+        continuation and needs nothing more."""
+        if self._follow <= 0 or self._lone is None:
+            return False
+        self._follow -= 1
+        lone_message, lone_line = self._lone
+        if (tb is not None or p.prefixed or not message or p.body[:1] in (" ", "\t")
+                or EXCEPTION_START_RE.match(message) or "Traceback (most recent call last)" in message):
+            self._lone, self._follow = None, 0
+            return False
+        whole = f"{lone_message} {message}"
+        self._lone = (whole, lone_line)
+        # A line the harvest would have read anyway keeps what it says alone as its own statement (pydantic's `Value
+        # error, ...` under its header); a line read only as the continuation adds all it says to the exception's.
+        own = PREFILTER.interesting(clean)
+        said = {s.id for s in self._rows(lone_message, False)}
+        if own:
+            said |= {s.id for s in self._rows(message, False)}
+        for row in stated_failures(self._rows(whole, False), whole, indented=False, level=None):
+            if row.id not in said and not row.generic:
+                self._hit(row, lone_line, True, None)
+        return not own
 
     def _facts(self, message: str) -> None:
         autos.apply(autos.RESOLVED, message, self._resolved)

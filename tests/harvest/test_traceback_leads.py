@@ -45,3 +45,25 @@ def test_code_indented_deeper_than_an_indented_header_stays_code() -> None:
     lines = ["  Traceback (most recent call last):", '    File "/x/a.py", line 3, in f', "      obj.attr",
              "  ValueError: boom"]
     assert [t.exception for t in extract_evidence(lines).tracebacks] == ["ValueError: boom"]
+
+
+def test_a_lone_exceptions_message_carried_over_to_the_next_line_is_the_exceptions() -> None:
+    lines = ["kernel_warmup.py:99  sparse_mla_attention_warmup(worker)",
+             "tvm.error.InternalError: Check failed: num_tokens > 64 (5 vs. 64) : Decode (num_tokens <= 64)",
+             "must go through sparse_mla_sm120_decode_a or sparse_mla_sm120_decode_b; got num_tokens=5"]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (Category.KERNEL_NOT_SUPPORTED_ON_ARCH, lines[1])
+
+
+def test_a_line_that_states_a_failure_itself_stays_its_own_statement() -> None:
+    lines = ["pydantic_core._pydantic_core.ValidationError: 1 validation error for EngineConfig",
+             "Value error, Model Runner V2 does not yet support: ngram speculative decoding [type=value_error]"]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (Category.UNSUPPORTED_CONFIG, lines[1])
+
+
+def test_a_next_line_of_its_own_is_no_continuation() -> None:
+    wrapped = ["ValueError: this kernel is not available", "for sm120 GPUs"]
+    assert classify(extract_evidence(wrapped)).category is Category.KERNEL_NOT_SUPPORTED_ON_ARCH
+    logged = ["ValueError: this kernel is not available", "[2025-01-01 10:00:00] for sm120 GPUs"]
+    assert classify(extract_evidence(logged)).category is Category.PYTHON_EXCEPTION_OTHER
