@@ -52,6 +52,21 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         any_level=True, example="CUDA driver error: 700 (cuMemcpyDtoH)"),
     sig("cuda_result_assert", C.CUDA_DEVICE_ASSERT, 72, rf"{_RESULT}710{_CODE_END}", _RESULT_NEEDLES,
         any_level=True, example="CUresult error result=710 func=cuStreamSynchronize"),
+    # XLA's (TPU, JAX) status for a device allocation that did not fit: `RESOURCE_EXHAUSTED: ... Attempting to reserve
+    # 6.14G at the bottom of memory`, `RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in HBM`.
+    sig("xla_resource_exhausted", C.CUDA_OOM, 72,
+        r"\bRESOURCE_EXHAUSTED\b.{0,240}?(?i:\bmemory\b|\breserve\b|\ballocat\w*|\bHBM\b|\bvmem\b"
+        r"|\d(?:\.\d+)? ?[GMK]i?B?\b)",
+        "RESOURCE_EXHAUSTED", any_level=True,
+        example="RESOURCE_EXHAUSTED: Error loading program 'jit_f': Attempting to reserve 6.14G at the bottom of "
+        "memory. That was not possible."),
+    # The model hub refused the download (401/403 for a gated or private repository, 404 for one that is not there):
+    # the checkpoint cannot be fetched, as `GatedRepoError` says in other words.
+    sig("hub_http_refused", C.WEIGHTS_LOAD_ERROR, 64,
+        r"\b(?:401|403|404) Client Error: .{0,80} for url: https?://(?:huggingface\.co|hf\.co|[\w.\-]*modelscope\.\w+)/",
+        ("Client Error",), phase=P.MODEL_LOAD,
+        example="requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: "
+        "https://huggingface.co/org/model/resolve/main/config.json"),
     # A compiler's diagnostic in its own format (gcc/clang `file:line:col: error:`, nvcc's `file(line): error`) on a C,
     # C++ or CUDA source: the JIT build failed there, whatever log carries it and however it indents the build's output.
     sig("compiler_diagnostic", C.KERNEL_JIT_ERROR, 74,

@@ -47,6 +47,10 @@ C = Category
         (["TypeError: MyLogitsProcessor.__call__() takes 2 positional arguments but 3 were given"],
          C.PYTHON_EXCEPTION_OTHER),
         (["OSError: [Errno 98] Address already in use"], C.PORT_IN_USE),
+        (["RESOURCE_EXHAUSTED: Error loading program 'jit_f': Attempting to reserve 6.14G at the bottom of memory."],
+         C.CUDA_OOM),
+        (["requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: "
+          "https://huggingface.co/org/model/resolve/main/config.json"], C.WEIGHTS_LOAD_ERROR),
         (["slurmstepd: error: *** JOB 42 ON gpu-3 CANCELLED AT 2025-01-01T10:00:00 DUE TO TIME LIMIT ***"],
          C.HANG_OR_TIMEOUT),
         (["slurmstepd: error: *** JOB 42 ON gpu-3 CANCELLED AT 2025-01-01T10:00:00 DUE TO PREEMPTION ***"],
@@ -76,6 +80,8 @@ def test_a_runtime_statement_names_its_family(lines: list[str], category: Catego
         "  see kernels/activation.cuh:95 for the error handling",
         "INFO 01-01 10:00:00 [x.py:1] Using torch_npu 2.1",
         "INFO 01-01 10:00:00 [x.py:1] world: errors so far 0",
+        "httpx.HTTPStatusError: Client error '422 Unprocessable Entity' for url 'http://127.0.0.1:30000/generate'",
+        "requests.exceptions.HTTPError: 400 Client Error: Bad Request for url: http://127.0.0.1:8000/v1/completions",
         "WARNING 01-01 10:00:00 scheduler.py:1] Sequence group 3 is preempted by PreemptionMode.RECOMPUTE mode because "
         "there is not enough KV cache space.",
         "INFO 01-01 10:00:00 [x.py:1] No chat template given; using the tokenizer's own",
