@@ -116,6 +116,21 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         r"|\b(?:became|is|has become) (?:unresponsive|not responding)\b)",
         ("heartbeat", "Heartbeat", "HEARTBEAT", "unresponsive", "not responding"),
         example="TimeoutError: No heartbeat received from MQLLMEngine"),
+    # Intel's oneCCL, the XPU's collective library, tags its own errors `|CCL_ERROR|`: the distributed runtime failed,
+    # as NCCL's `NCCL WARN` failures say on CUDA.
+    sig("ccl_error", C.NCCL_ERROR, 72, r"\|CCL_ERROR\||\boneCCL\b.{0,80}(?i:\b(?:error|fail\w*)\b)",
+        ("CCL_ERROR", "oneCCL"), any_level=True,
+        example="|CCL_ERROR| exchange_utils.cpp:202 sendmsg_fd: condition !check_msg_retval(\"sendmsg\", ...) failed"),
+    # Ray's own runtime under a multi-node engine: a worker that cannot register with its raylet, a GCS that cannot be
+    # reached. The cluster the collectives run on failed, not the model.
+    sig("ray_runtime_failed", C.NCCL_ERROR, 62,
+        r"\b(?:Failed|Unable) to register worker\b.{0,120}\b[Rr]aylet\b"
+        r"|\bRayletClient\b.{0,80}(?i:\b(?:unable|fail\w*)\b)"
+        r"|\bGCS\b.{0,60}(?i:\b(?:unreachable|failed to connect|connection (?:refused|lost)"
+        r"|not (?:reachable|respond\w*))\b)",
+        ("register worker", "RayletClient", "GCS"), any_level=True,
+        example="[2024-06-13 16:11:51,588 E 13261 13261] core_worker.cc:228: Failed to register worker 0100ff to "
+        "Raylet. IOError: [RayletClient] Unable to register worker with raylet. No such file or directory"),
     # Ascend CANN reports an error as `E<module><4 digits>: [PID: n] <time> <message>`; the module letter I is HCCL,
     # the NPU's collective library: its errors are the distributed runtime's, as NCCL's are.
     sig("hccl_error_code", C.NCCL_ERROR, 66, r"(?:^|[\s:\]])EI\d{4}:", "EI",

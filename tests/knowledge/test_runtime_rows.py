@@ -47,6 +47,9 @@ C = Category
         (["TypeError: MyLogitsProcessor.__call__() takes 2 positional arguments but 3 were given"],
          C.PYTHON_EXCEPTION_OTHER),
         (["OSError: [Errno 98] Address already in use"], C.PORT_IN_USE),
+        (["|CCL_ERROR| exchange_utils.cpp:202 sendmsg_fd: condition !check_msg_retval(...) failed"], C.NCCL_ERROR),
+        (["[2024-06-13 16:11:51,588 E 13261 13261] core_worker.cc:228: Failed to register worker 0100ff to Raylet. "
+          "IOError: [RayletClient] Unable to register worker with raylet."], C.NCCL_ERROR),
         (["RESOURCE_EXHAUSTED: Error loading program 'jit_f': Attempting to reserve 6.14G at the bottom of memory."],
          C.CUDA_OOM),
         (["requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: "
@@ -80,6 +83,7 @@ def test_a_runtime_statement_names_its_family(lines: list[str], category: Catego
         "  see kernels/activation.cuh:95 for the error handling",
         "INFO 01-01 10:00:00 [x.py:1] Using torch_npu 2.1",
         "INFO 01-01 10:00:00 [x.py:1] world: errors so far 0",
+        "2025-01-01 10:00:00,000\tINFO worker.py:1 -- Connecting to existing Ray cluster at 10.0.0.1:6379 (GCS)",
         "httpx.HTTPStatusError: Client error '422 Unprocessable Entity' for url 'http://127.0.0.1:30000/generate'",
         "requests.exceptions.HTTPError: 400 Client Error: Bad Request for url: http://127.0.0.1:8000/v1/completions",
         "WARNING 01-01 10:00:00 scheduler.py:1] Sequence group 3 is preempted by PreemptionMode.RECOMPUTE mode because "
