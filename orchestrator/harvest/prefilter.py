@@ -19,6 +19,7 @@ from orchestrator.harvest.needles import NEEDLES
 
 LOWER: tuple[str, ...] = (
     "error", "fail", "fatal", "timeout", "timed out", "deprecat", "signal", "version", "assert", "init engine",
+    "cannot find -l",
 )
 """The lower-case literals worth one pass over the whole log each."""
 

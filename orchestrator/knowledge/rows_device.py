@@ -174,9 +174,9 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         ("ompatible", "cannot be", "exclusive", "onflict", "must", "should", "only", "requir", "--"),
         example="ValueError: --enable-dp-attention cannot be used with --disable-radix-cache"),
     sig("unsupported_word", C.UNSUPPORTED_CONFIG, 40,
-        r"(?i)\bunsupported\b(?! operand)|\bnot (?:yet )?(?:been )?(?:supported|implemented)\b|\bnot support\b",
+        r"(?i)(?<!\.)\bunsupported\b(?! operand)|\bnot (?:yet )?(?:been )?(?:supported|implemented)\b|\bnot support\b",
         ("nsupported", "NSUPPORTED", "supported", "implemented", "ot support"),
-        example="RuntimeError: Unsupported head_dim: 96"),
+        example="RuntimeError: Unsupported head_dim: 96"),  # not a dotted name's part (`torch._dynamo.exc.Unsupported`)
     sig("not_implemented", C.UNSUPPORTED_CONFIG, 45, r"\bNotImplementedError\b", "NotImplementedError",
         example="NotImplementedError: fp8 kv cache is not implemented for this backend"),
     # A kernel's assert that a size is one of the few it was written for (`assert head_size in [64, 128, 256]`):

@@ -46,12 +46,14 @@ ARCH_REFUSAL = re.compile(rf"(?i:{_REFUSAL}).{{0,100}}{ARCH}|{ARCH}.{{0,100}}(?i
 DISTRIBUTED = (
     r"(?:\bc10d\b|\b[Gg]loo\b|\bGLOO\b|\b[Rr]endezvous\b|\brdzv\w*|\bTCPStore\b|\bProcessGroup\w*|\bibv_\w+"
     r"|\bRDMA\b|\bconnectFullMesh\b|(?<!\.)\binit_process_group\b(?!\()|\btorch\.distributed\b|\bDistStore\w*"
-    r"|\bMASTER_ADDR\b|\bIB devices?\b|\bInfiniBand\b|\bbootstrap(?:_addr\w*| server)\b)"
+    r"|\bMASTER_ADDR\b|\bIB devices?\b|\bInfiniBand\b|\bbootstrap(?:_addr\w*| server)\b"
+    r"|\bHCC[LSP]\w*|\bhccl\w*|\boneCCL\b|\bCCL_[A-Z][A-Z_]+)"
 )
-"""Words that name the distributed runtime below NCCL: c10d, Gloo, rendezvous, the TCP store, InfiniBand verbs. A method
-called by name (`ray::Actor.init_process_group()` in a Ray task's header, `dist.init_process_group(` in code) is the
-code that ran, not a statement about the runtime. A disaggregated request's `bootstrap_room` names that one request's
-KV transfer (`Decode transfer failed for request ... bootstrap_room=...: Aborted`), not the runtime: no word here."""
+"""Words that name the distributed runtime below NCCL, and the NCCL of other accelerators: c10d, Gloo, rendezvous, the
+TCP store, InfiniBand verbs, Ascend's HCCL/HCCS and Intel's oneCCL (`CCL_*`). A method called by name
+(`ray::Actor.init_process_group()` in a Ray task's header, `dist.init_process_group(` in code) is the code that ran,
+not a statement about the runtime. A disaggregated request's `bootstrap_room` names that one request's KV transfer
+(`Decode transfer failed for request ... bootstrap_room=...: Aborted`), not the runtime: no word here."""
 _BREAKAGE = (
     r"(?i:\bfail(?:ed|ure|s)?\b|\berror\b|\brefused\b|\bNo route to host\b|\bunreachable\b|\breset by peer\b"
     r"|\babort(?:ed)?\b|\bclosed\b|\bcannot (?:connect|reach)\b|\bbroken pipe\b|\blost (?:the )?connection\b"
