@@ -100,8 +100,10 @@ class EvidenceBuilder:
             self._flush()
         if line_no is not None:
             self._newlines = line_no - 1
-        if not self._tbs.active and b"\n" not in data and b"\r" not in data and not PREFILTER.interesting_bytes(data):
-            # The common case of the live feed: one dull line; count it and keep it for the tail only.
+        if (not self._tbs.active and self._follow <= 0 and b"\n" not in data and b"\r" not in data
+                and not PREFILTER.interesting_bytes(data)):
+            # The common case of the live feed: one dull line (not inside a traceback, not a lone exception's message
+            # going on: _scan reads those whole too); count it and keep it for the tail only.
             self._bytes += len(data) + 1
             self._newlines += 1
             self._keep_tail(data + b"\n")

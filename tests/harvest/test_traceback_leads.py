@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.classify.verdict import classify
-from orchestrator.harvest.evidence import extract_evidence
+from orchestrator.harvest.evidence import EvidenceBuilder, extract_evidence
 from orchestrator.model import Category
 
 TRACEBACK = [
@@ -53,6 +53,18 @@ def test_a_lone_exceptions_message_carried_over_to_the_next_line_is_the_exceptio
              "must go through sparse_mla_sm120_decode_a or sparse_mla_sm120_decode_b; got num_tokens=5"]
     verdict = classify(extract_evidence(lines))
     assert (verdict.category, verdict.root_cause_line) == (Category.KERNEL_NOT_SUPPORTED_ON_ARCH, lines[1])
+
+
+def test_the_live_feed_reads_a_lone_exceptions_continuation_as_a_file_read_does() -> None:
+    # A sweep feeds the log line by line (EvidenceBuilder.feed_line), whose fast path skips a dull line: not one that
+    # may go on a lone exception's message.
+    lines = ["tvm.error.InternalError: Check failed: num_tokens > 64 (5 vs. 64) : Decode (num_tokens <= 64)",
+             "must go through sparse_mla_sm120_decode_a or sparse_mla_sm120_decode_b; got num_tokens=5"]
+    live = EvidenceBuilder()
+    for line in lines:
+        live.feed_line(line)
+    assert live.finish().to_dict() == extract_evidence(lines).to_dict()
+    assert classify(extract_evidence(lines)).category is Category.KERNEL_NOT_SUPPORTED_ON_ARCH
 
 
 def test_a_line_that_states_a_failure_itself_stays_its_own_statement() -> None:
