@@ -258,9 +258,8 @@ DEVICE_ROWS: tuple[Signature, ...] = (
     sig("nccl_error", C.NCCL_ERROR, 80,
         r"[NR]CCL error|nccl(?:System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument|Remote)Error"
         r"|DistBackendError|Watchdog caught collective operation timeout|\bTimeout at NCCL work\b"
-        r"|ProcessGroupNCCL(?!.{0,120}either an error or timeout).{0,80}(?:[Ee]rror|timeout)"
-        r"|HCCL function error|(?i:\bhccl\b.{0,40}\b(?:api|call|comm\w*) (?:failed|error))",  # Ascend's NCCL
-        ("NCCL", "nccl", "RCCL", "DistBackendError", "Watchdog caught collective", "HCCL", "hccl"), any_level=True,
+        r"|ProcessGroupNCCL(?!.{0,120}either an error or timeout).{0,80}(?:[Ee]rror|timeout)",
+        ("NCCL", "nccl", "RCCL", "DistBackendError", "Watchdog caught collective"), any_level=True,
         example="RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"),
     # NCCL's shared-memory transport cannot create its segment (`/dev/shm` too small, as in a container's 64 MB
     # default): the line NCCL gives as its "Last error", more specific than the wrapper that reports it.

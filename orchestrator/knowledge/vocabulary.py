@@ -54,6 +54,12 @@ TCP store, InfiniBand verbs, Ascend's HCCL/HCCS and Intel's oneCCL (`CCL_*`). A 
 (`ray::Actor.init_process_group()` in a Ray task's header, `dist.init_process_group(` in code) is the code that ran,
 not a statement about the runtime. A disaggregated request's `bootstrap_room` names that one request's KV transfer
 (`Decode transfer failed for request ... bootstrap_room=...: Aborted`), not the runtime: no word here."""
+DISTRIBUTED_NEEDLES = (
+    "c10d", "loo", "LOO", "endezvous", "rdzv", "TCPStore", "ProcessGroup", "ibv_", "RDMA", "connectFullMesh",
+    "init_process_group", "torch.distributed", "DistStore", "MASTER_ADDR", "IB dev", "nfiniBand", "bootstrap_addr",
+    "bootstrap server", "HCC", "hccl", "oneCCL", "CCL_",
+)
+"""Literals of which every message naming one of DISTRIBUTED's words holds one (the prefilter's and the row's)."""
 _BREAKAGE = (
     r"(?i:\bfail(?:ed|ure|s)?\b|\berror\b|\brefused\b|\bNo route to host\b|\bunreachable\b|\breset by peer\b"
     r"|\babort(?:ed)?\b|\bclosed\b|\bcannot (?:connect|reach)\b|\bbroken pipe\b|\blost (?:the )?connection\b"

@@ -19,6 +19,7 @@ from orchestrator.knowledge.vocabulary import (
     CACHE_SHORTAGE,
     CHECKPOINT_FAULT,
     DISTRIBUTED_FAILURE,
+    DISTRIBUTED_NEEDLES,
     KERNEL_LIBRARIES,
     PACKAGE_ABSENT,
     TOKENIZER_FAULT,
@@ -95,11 +96,7 @@ WORDED: tuple[Signature, ...] = (
         phase=P.ARG_PARSE,
         example="max_num_scheduled_tokens is set to -1792, which does not allow any tokens to be scheduled"),
     sig("distributed_failure", C.NCCL_ERROR, 62, DISTRIBUTED_FAILURE.pattern,
-        ("c10d", "loo", "LOO", "endezvous", "rdzv", "TCPStore", "ProcessGroup", "ibv_", "RDMA", "connectFullMesh",
-         "init_process_group", "torch.distributed", "DistStore", "MASTER_ADDR", "IB dev", "nfiniBand", "bootstrap_addr",
-         "bootstrap_room", "Bootstrap",
-         "The client socket", "The server socket"),
-        any_level=True,
+        DISTRIBUTED_NEEDLES, any_level=True,
         example="RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error / connectFullMesh "
         "failed"),
     # The KV transfer engine of prefill/decode disaggregation (Mooncake, NIXL, Ascend's) moves the cache between

@@ -9,6 +9,7 @@ import pytest
 
 from orchestrator.classify.verdict import classify
 from orchestrator.harvest.evidence import extract_evidence
+from orchestrator.knowledge.signatures import BY_ID
 from orchestrator.knowledge.vocabulary import (
     CACHE_SHORTAGE,
     CHECKPOINT_FAULT,
@@ -42,6 +43,34 @@ from orchestrator.model import Category
 )
 def test_a_vocabulary_takes_its_family(vocabulary: re.Pattern[str], message: str) -> None:
     assert vocabulary.search(message)
+
+
+@pytest.mark.parametrize(
+    "word",
+    ["c10d", "Gloo", "GLOO", "rendezvous", "Rendezvous", "rdzv_backend", "TCPStore", "ProcessGroupGloo", "ibv_reg_mr",
+     "RDMA", "connectFullMesh", "init_process_group", "torch.distributed", "DistStoreError", "MASTER_ADDR",
+     "IB device", "InfiniBand", "bootstrap_addr", "bootstrap server", "HCCL", "HCCS", "hcclCommInitRootInfo",
+     "oneCCL", "CCL_ATL_TRANSPORT"],
+)
+def test_every_word_of_the_distributed_vocabulary_reaches_its_row(word: str) -> None:
+    # The row's needles keep its regex off most lines: a word the vocabulary names but no needle holds is never read.
+    assert BY_ID["distributed_failure"].matches(f"RuntimeError: {word} setup failed on rank 1")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # The collective libraries of other accelerators, worded in prose: Ascend's HCCL (torch_npu) and Intel's oneCCL
+        # (its C++ exceptions, `oneCCL: <file>:<line> <function>: EXCEPTION: ...`).
+        "RuntimeError: npu/csrc/distributed/ProcessGroupHCCL.cpp:512 HCCL function error: HcclAllReduce(...), "
+        "error code is 7",
+        "RuntimeError: oneCCL: atl_ofi.cpp:307 open_providers: EXCEPTION: failed to initialize the ofi transport",
+        "[rank3] ERROR 01-05 10:00:40 [xpu_communicator.py:20] oneCCL allreduce failed: connection reset by peer",
+    ],
+)
+def test_another_accelerators_collective_library_failing_is_the_distributed_runtime(line: str) -> None:
+    verdict = classify(extract_evidence([line]))
+    assert (verdict.category, verdict.root_cause_line) == (Category.NCCL_ERROR, line)
 
 
 @pytest.mark.parametrize(
