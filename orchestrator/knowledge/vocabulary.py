@@ -124,6 +124,12 @@ CHECKPOINT = (
     r"|\bgguf\b)"
 )
 """Words that name a checkpoint: its files, weights, tensors' container (safetensors, GGUF), its config."""
+CHECKPOINT_NEEDLES = (
+    "heckpoint", "HECKPOINT", "eight", "EIGHT", "afetensors", "AFETENSORS", "gguf", "GGUF", "Gguf", "tate_dict",
+    "tate dict", "TATE_DICT", "TATE DICT", "config.json", "onfiguration of", "ONFIGURATION OF", "erialized model",
+    "ERIALIZED MODEL", "hard", "HARD", "uantization config", "UANTIZATION CONFIG", "quant_config",
+)
+"""Literals of which every message naming one of CHECKPOINT's words holds one (in any case the words are written)."""
 _CHECKPOINT_FAULT = (
     r"(?i:\bincomplete\b|\bempty\b|\bcorrupt\w*|\bchecksum mismatch\b|\bnot (?:a valid|found|loaded|initiali[sz]ed)\b"
     r"|\bno (?:\w+ ){0,2}found\b|\bmissing\b|\bcan(?:no|')t (?:load|find|read|open)\b|\bcould not (?:load|find|read)\b"

@@ -18,6 +18,7 @@ from orchestrator.knowledge.vocabulary import (
     ARCH_REFUSAL,
     CACHE_SHORTAGE,
     CHECKPOINT_FAULT,
+    CHECKPOINT_NEEDLES,
     DISTRIBUTED_FAILURE,
     DISTRIBUTED_NEEDLES,
     KERNEL_LIBRARIES,
@@ -142,8 +143,7 @@ WORDED: tuple[Signature, ...] = (
         example="ValueError: tokenizer does not define required token <|image_pad|>"),
     # A checkpoint named beside what is wrong with it (vocabulary.CHECKPOINT_FAULT).
     sig("checkpoint_fault", C.WEIGHTS_LOAD_ERROR, 57, CHECKPOINT_FAULT.pattern,
-        ("heckpoint", "HECKPOINT", "eight", "EIGHT", "afetensors", "tate_dict", "tate dict", "config.json",
-         "onfiguration of", "erialized model", "hard", "uantization config", "quant_config"), phase=P.MODEL_LOAD,
+        CHECKPOINT_NEEDLES, phase=P.MODEL_LOAD,
         vocabulary=states_without_fallback,
         example="RuntimeError: No model weights found in: `/data/models/glm-4.6`"),
     # A package named as absent, with the advice to install it (vocabulary.PACKAGE_ABSENT).

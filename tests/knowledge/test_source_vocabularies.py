@@ -58,6 +58,30 @@ def test_every_word_of_the_distributed_vocabulary_reaches_its_row(word: str) -> 
 
 
 @pytest.mark.parametrize(
+    "word",
+    ["checkpoint", "Checkpoints", "CHECKPOINT", "weights", "Weight file", "WEIGHTS", "safetensors", "SAFETENSORS",
+     "state_dict", "state dict", "STATE_DICT", "config.json", "configuration of", "serialized model", "shard",
+     "Shards", "quantization config", "hf_quant_config.json", "GGUF", "gguf"],
+)
+def test_every_word_of_the_checkpoint_vocabulary_reaches_its_row(word: str) -> None:
+    assert BY_ID["checkpoint_fault"].matches(f"RuntimeError: failed to load the {word} of rank 1")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # vLLM's GGUF loader (`Failed to map GGUF parameters (N): [...]`): the checkpoint's tensors do not fit.
+        "RuntimeError: Failed to map GGUF parameters (48): ['model.layers.0.mlp.experts.gate_up_proj']",
+        "ValueError: failed to parse the GGUF header of /models/m/model-q4_k_m.gguf",
+        "OSError: SAFETENSORS header of shard 3 is corrupt",
+    ],
+)
+def test_a_checkpoint_fault_in_any_case_is_the_weights(line: str) -> None:
+    verdict = classify(extract_evidence([line]))
+    assert (verdict.category, verdict.root_cause_line) == (Category.WEIGHTS_LOAD_ERROR, line)
+
+
+@pytest.mark.parametrize(
     "line",
     [
         # The collective libraries of other accelerators, worded in prose: Ascend's HCCL (torch_npu) and Intel's oneCCL
