@@ -28,6 +28,7 @@ from orchestrator.host.facts import (
 from orchestrator.host.launcher import Launch
 from orchestrator.host.ports import PortSurvey, candidates, parse_survey, pick_free, spaced_from, survey_command
 from orchestrator.probe.client import ProbeClient
+from orchestrator.transport import HostBreaker
 from orchestrator.transport.base import CommandResult
 from orchestrator.transport.shell import quote
 
@@ -80,8 +81,6 @@ class GpuReading:
 class Placement(Protocol):
     """Where a launch runs: which GPUs, which port, and how its server is reached."""
 
-    by_scheduler: bool
-    """A batch scheduler picks each launch's node and GPUs, so the sweep packs nothing itself."""
     free_seen: dict[int, float]
     """GPU index -> when (time.monotonic) this placement last saw it hold no process."""
 
@@ -110,6 +109,9 @@ class Placement(Protocol):
     def width(self, jobs: int, max_queued: int | None) -> int:
         """Launches in flight at once when packing `jobs`."""
 
+    def gpus_from_pool(self, tp_size: int) -> int:
+        """How many of the GPUs the sweep packs (the host's `gpus:`) a launch of `tp_size` takes."""
+
     def free_ports(self, count: int, avoid: Collection[int]) -> list[int]:
         """`count` ports for new launches, clear of `avoid`."""
 
@@ -119,11 +121,12 @@ class Placement(Protocol):
     def client(self, launch: Launch) -> ProbeClient:
         """An HTTP client for a started launch's server."""
 
+    def worker_session(self, breaker: HostBreaker | None) -> HostSession:
+        """A session to this host for one more worker thread of the sweep, with a placement like this one."""
+
 
 class LocalGpus:
     """The host's own GPUs, `gpus:` of them packed by the sweep, each launch confined with CUDA_VISIBLE_DEVICES."""
-
-    by_scheduler = False
 
     def __init__(self, host: HostSession, gpus: list[Gpu] | None = None) -> None:
         self.host = host
@@ -238,6 +241,10 @@ class LocalGpus:
         """One launch per GPU at most: the host's `gpus:`."""
         return self.host.config.gpus
 
+    def gpus_from_pool(self, tp_size: int) -> int:
+        """All of them: the sweep packs launches onto the host's GPUs."""
+        return tp_size
+
     def free_ports(self, count: int, avoid: Collection[int]) -> list[int]:
         """Ports free on the host, PORT_SPACING apart from each other and from every port in `avoid`.
 
@@ -269,3 +276,10 @@ class LocalGpus:
     def client(self, launch: Launch) -> ProbeClient:
         """On the host's loopback (through SSH when the host is remote)."""
         return self.host.probe_client(launch.spec.port, api_key=launch.api_key)
+
+    def worker_session(self, breaker: HostBreaker | None) -> HostSession:
+        """Over the host's own connection, a channel per command (sshd allows 10 sessions on one connection, more
+        than a host's cells in flight ask at once), knowing the GPUs this placement listed."""
+        twin = self.host.sharing_connection()
+        twin.placement = LocalGpus(twin, self.gpus)
+        return twin

@@ -73,14 +73,11 @@ class HostSession:
             place(session)
         return session
 
-    def for_worker(self) -> HostSession:
-        """A session for one more worker thread of this sweep, over this session's connection: a channel per
-        command, not a connection per worker (sshd allows 10 sessions on one, more than a host's cells in flight
-        ask at once). Closing it leaves the connection to this session."""
+    def sharing_connection(self) -> HostSession:
+        """A session over this session's connection, for a worker thread (closing it leaves the connection to this
+        one); its placement's `worker_session` gives it a placement."""
         twin = HostSession(self.config, self.transport)
         twin.installs = self.installs
-        if isinstance(self.placement, LocalGpus):
-            twin.placement = LocalGpus(twin, self.placement.gpus)
         twin._owns_transport = False
         for name in ("workdir", "base_env"):  # asked of the host once, the same for every worker
             if name in self.__dict__:

@@ -17,6 +17,7 @@ from orchestrator.host.ports import candidates
 from orchestrator.host.session import HostSession
 from orchestrator.probe.client import ProbeClient
 from orchestrator.slurm.jobs import SlurmLauncher, watch_for
+from orchestrator.transport import HostBreaker
 from orchestrator.transport.shell import ShellCommand
 
 SSH_QUEUE_AHEAD = 32
@@ -46,8 +47,6 @@ def place_on_slurm(session: HostSession) -> None:
 
 class SlurmPlacement:
     """Slurm picks each job's node and GPUs (none another job holds); the job picks its port on its node."""
-
-    by_scheduler = True
 
     def __init__(self, host: HostSession, launcher: SlurmLauncher) -> None:
         self.host = host
@@ -100,6 +99,10 @@ class SlurmPlacement:
         ahead = min(jobs, SSH_QUEUE_AHEAD) if isinstance(self.host.transport, SshTransport) else jobs
         return max(1, min(jobs, max_queued or ahead))
 
+    def gpus_from_pool(self, tp_size: int) -> int:
+        """None: Slurm picks each job's node and GPUs, so the sweep packs nothing itself."""
+        return 0
+
     def free_ports(self, count: int, avoid: Collection[int]) -> list[int]:
         """0 for each launch: its job picks a free port on its node."""
         return [0] * count
@@ -111,3 +114,8 @@ class SlurmPlacement:
     def client(self, launch: Launch) -> ProbeClient:
         """HTTP to the job's node and port: straight from here, or through the login node's SSH channel."""
         return self.host.probe_client(launch.spec.port, launch.api_key, node=launch.node or "127.0.0.1")
+
+    def worker_session(self, breaker: HostBreaker | None) -> HostSession:
+        """A connection of its own: each watches Slurm jobs, and dozens at once would pass the 10 sessions sshd
+        allows on one connection."""
+        return HostSession.open(self.host.config, breaker, place_on_slurm)

@@ -11,9 +11,3 @@ from orchestrator.transport import HostBreaker
 def open_host(config: HostConfig, breaker: HostBreaker | None = None) -> HostSession:
     """A session to the host: a Slurm cluster through its login node (Slurm places each job), else the host itself."""
     return HostSession.open(config, breaker, place_on_slurm if config.transport == "slurm" else None)
-
-
-def worker_session(session: HostSession, breaker: HostBreaker | None = None) -> HostSession:
-    """A session for one more worker thread: over the host's own connection, but a connection of its own per
-    Slurm job watched (dozens at once would pass the 10 sessions sshd allows on one connection)."""
-    return open_host(session.config, breaker) if session.placement.by_scheduler else session.for_worker()

@@ -115,7 +115,7 @@ class Scheduler:
         pending = jobs if isinstance(jobs, deque) else deque(jobs)
         width = self._width(len(pending))
         in_flight: dict[Future[AttemptResult], Job] = {}
-        ports: dict[Future[AttemptResult], int] = {}
+        slots: dict[Future[AttemptResult], Slot] = {}
         try:
             with ThreadPoolExecutor(max_workers=max(1, width), thread_name_prefix="cell") as executor:
                 try:
@@ -131,19 +131,17 @@ class Scheduler:
                             if not in_flight:
                                 break  # a suspect host: the other hosts of the pool run what is left
                         else:
-                            self._start_fitting(pending, in_flight, ports, executor, width)
+                            self._start_fitting(pending, in_flight, slots, executor, width)
                         if not in_flight:
                             if self.shared:
-                                if any(j.plan.cell.tp_size <= len(self.pool.free) for j in list(pending)):
+                                if any(self._from_pool(j) <= len(self.pool.free) for j in list(pending)):
                                     continue  # lost a job to another host of the pool: try the next one
                                 break  # what no host of the pool can run is refused by the pool, once every host ends
                             self._refuse_unrunnable(pending)
                             continue
                         done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                         for future in done:
-                            job = in_flight.pop(future)
-                            ports.pop(future, None)
-                            self._finished(job, future.result(), pending)
+                            self._finished(in_flight.pop(future), slots.pop(future), future.result(), pending)
                 except BaseException:
                     # Before the pool waits for its workers: a batch job of ours must not run on unwatched.
                     self.main.launcher.abandon()
@@ -162,16 +160,10 @@ class Scheduler:
         self,
         pending: deque[Job],
         in_flight: dict[Future[AttemptResult], Job],
-        ports: dict[Future[AttemptResult], int],
+        slots: dict[Future[AttemptResult], Slot],
         executor: ThreadPoolExecutor,
         width: int,
     ) -> None:
-        if self.main.placement.by_scheduler:
-            # Slurm packs the jobs onto GPUs and nodes; each job picks its own port on its node.
-            while pending and len(in_flight) < width:
-                job = pending.popleft()
-                in_flight[executor.submit(self._attempt, job, Slot((), 0))] = job
-            return
         taking: set[int] = set()
         holders = _Holders(lambda: self.main.placement.holders(self._our_pgids(), set(self.pool.free) | taking))
         starts: list[tuple[Job, tuple[int, ...]]] = []
@@ -179,7 +171,7 @@ class Scheduler:
             for job in list(pending):
                 if len(in_flight) + len(starts) >= width:
                     break
-                gpus = self._take_unheld(job.plan.cell.tp_size, holders, taking)
+                gpus = self._take_unheld(self._from_pool(job), holders, taking)
                 if gpus is None:
                     continue
                 if not _claim(pending, job):  # another host of the pool took it first
@@ -189,7 +181,7 @@ class Scheduler:
             if not starts:
                 return
             # One host command for all the ports of this round, spaced from each other and from those in use.
-            chosen = self.main.placement.free_ports(len(starts), set(ports.values()))
+            chosen = self.main.placement.free_ports(len(starts), {s.port for s in slots.values()})
         except TransportError:
             self._put_back(pending, starts)
             if self.watch is None or self.watch.breaker.tripped is None:
@@ -205,7 +197,11 @@ class Scheduler:
         for (job, gpus), port in zip(starts, chosen, strict=True):
             future = executor.submit(self._attempt, job, Slot(gpus, port))
             in_flight[future] = job
-            ports[future] = port
+            slots[future] = Slot(gpus, port)
+
+    def _from_pool(self, job: Job) -> int:
+        """GPUs the job's launch takes from the pool: its tp size, or none where a batch scheduler hands them out."""
+        return self.main.placement.gpus_from_pool(job.plan.cell.tp_size)
 
     def _put_back(self, pending: deque[Job], starts: list[tuple[Job, tuple[int, ...]]]) -> None:
         for job, gpus in reversed(starts):
@@ -233,9 +229,9 @@ class Scheduler:
             self.on_event,
         )
 
-    def _finished(self, job: Job, result: AttemptResult, pending: deque[Job]) -> None:
-        if result.gpus_released:  # a batch job's slot names no GPU of the pool
-            self.pool.give_back(result.slot.gpus)
+    def _finished(self, job: Job, slot: Slot, result: AttemptResult, pending: deque[Job]) -> None:
+        if result.gpus_released:  # those the pool gave (a batch job's result names the GPUs of its node)
+            self.pool.give_back(slot.gpus)
         if self.on_result:
             self.on_result(result)
         fault = gpu_fault(result.verdict)

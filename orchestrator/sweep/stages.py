@@ -11,7 +11,6 @@ from orchestrator.planning.known_bad import Proof
 from orchestrator.store.records import SweepRecord
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.agreement import review_answers
-from orchestrator.sweep.connect import worker_session
 from orchestrator.sweep.hostdown import HostWatch
 from orchestrator.sweep.lanes import Lane, LaneRun, Member, run_lanes
 from orchestrator.sweep.options import SweepHooks, SweepOptions, SweepOutcome
@@ -67,7 +66,7 @@ def run(
         assert member.session is not None
         session = member.session
         made.append(Scheduler(
-            store, lambda: worker_session(session, member.breaker), session, sweep_id, options.settings,
+            store, lambda: session.placement.worker_session(member.breaker), session, sweep_id, options.settings,
             options.retries, packed=options.packed, matrix=matrix, on_event=hooks.on_event, on_result=hooks.on_result,
             stop_on_infra=options.on_infra == "stop", watch=watch, shared=pooled, max_queued=options.max_queued,
             retry=options.retry, suspects=suspects.get(member.name),

@@ -80,3 +80,16 @@ def test_a_driver_without_compute_cap_still_gets_its_gpus_locked(old_driver: tup
     facts = session.placement.facts()
     assert not facts.get("gpu_name")
     assert session.placement.gpu_problem(facts) is None
+
+
+def test_a_worker_session_shares_the_connection_and_knows_the_gpus(new_driver: tuple[HostSession, Path]) -> None:
+    session, calls = new_driver
+    session.placement.facts()
+    worker = session.placement.worker_session(None)
+    try:
+        assert worker.transport is session.transport and worker.placement is not session.placement
+        assert worker.placement.holders(set()) == []  # the GPU list carried over: no second query to map UUIDs
+        assert len(_gpu_queries(calls)) == 1 and worker.workdir == session.workdir
+    finally:
+        worker.close()
+    assert session.transport.run("true", timeout=10).ok  # the worker's close left the host's connection open
