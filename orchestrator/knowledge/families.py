@@ -62,7 +62,9 @@ ARGS_FRAMES = (
     r"|server_args\.py\", line \d+, in |[/\\]vllm[/\\]config[/\\]\w+\.py\"|[/\\]arg_groups[/\\]\w+\.py\""
 )
 """Frames of the code that checks server arguments (SGLang's ServerArgs, vLLM's EngineArgs and config checks)."""
-_BAD_INPUT = r"(?:^|\.)(?:ValueError|IndexError|KeyError|TypeError|AssertionError|ArgumentError|ArgumentTypeError)$"
+BAD_INPUT_TYPES = r"(?:ValueError|IndexError|KeyError|TypeError|AssertionError|ArgumentError|ArgumentTypeError)"
+"""The exceptions code raises on input it rejects (raised in the argument checks, an argument problem)."""
+_BAD_INPUT = rf"(?:^|\.){BAD_INPUT_TYPES}$"
 
 FAMILIES: tuple[Family, ...] = (
     # Exception types that name their family whatever raised them.

@@ -1,87 +1,68 @@
-"""Signature rows for families stated by the runtime's own vocabulary rather than a Python exception.
-
-A CUDA driver or runtime call's numeric result (`CUresult error result=2`: the driver API and the runtime API share
-their numbers for these: 2 out of memory, 209 no kernel image for this GPU, 700 an illegal address, 710 a device-side
-assert); a C/C++/CUDA compiler's own diagnostic (`file.cuh:95:52: error: ...`), which a JIT build prints indented
-inside its log; Ray waiting for a placement group it cannot place (vLLM logs the wait at INFO, forever); Ascend's
-CANN error codes of its collective library (HCCL's `EI####`), the NPU's NCCL; a Python built-in error's own message
-quoted without its type (`integer division or modulo by zero`); an NPU/XPU extension module that was never imported.
-See signatures.py for the specificity bands.
+"""Signature rows about the server process as it runs: hangs and timeouts, kills from outside (the OOM killer, signals,
+a scheduler or platform taking the process away), a port already taken, the server's own warm-up request failing,
+Python exceptions no other row places, and what says only that something failed or died (native crashes, a fatal
+statement, follow-ups such as `Received sigquit` that never beat a cause). Part of the signature table (see
+signatures.py for the specificity bands and how the modules make one table).
 """
 
 from __future__ import annotations
 
+from orchestrator.knowledge.kinds import states_not_guesses
 from orchestrator.knowledge.patterns import Signature, sig
 from orchestrator.model import Category as C
 from orchestrator.model import Phase as P
 
-_RESULT = (
-    r"(?:\b(?:CUresult|cudaError(?:_t)?|CUDA (?:driver |runtime )?(?:API )?(?:error|failure|call failed|result))\b"
-    r"|\bcu(?:Mem\w+|Malloc\w*|Ctx\w+|Module\w+|LaunchKernel\w*|GraphInstantiate\w*)\b.{0,40}?"
-    r"\b(?:failed|error|returned|result))"
-    r"[^0-9\n]{0,24}?(?<![\w.])"
-)
-"""A CUDA call's numeric result: `CUresult error  result=2`, `CUDA driver error: 2`, `cuMemCreate failed with error
-700`. The number follows within a few characters."""
-_CODE_END = r"(?![\w.])"
-_RESULT_NEEDLES = ("CUresult", "cudaError", "CUDA", "cuMem", "cuMalloc", "cuCtx", "cuModule", "cuLaunch", "cuGraph")
-
 NAMED_PYTHON_ERRORS = frozenset({"python_builtin_message"})
 """Rows that name a Python error by its own words: beside a follow-up on the same line they still say what failed."""
 
-_TOKENIZER_WORDS = (
-    r"(?:\b(?!\w*Logits)\w*(?:Tokenizer|Processor)(?:Fast)?\b|\b(?:de)?tokeniz\w*|\bvocabular(?:y|ies)\b"
-    r"|\bchat[_ ]template\b)"
-)
-
-_CHECKPOINT_WORDS = (
-    r"(?:\b[Cc]heckpoints?\b|\bsafetensors?\b|\.safetensors\b|\bstate_dict\b|\bweight_map\b"
-    r"|\bmodel\.safetensors\.index\.json\b|\bpytorch_model\b|\.gguf\b)"
-)
-
 RUNTIME_ROWS: tuple[Signature, ...] = (
-    sig("cuda_result_out_of_memory", C.CUDA_OOM, 78, rf"{_RESULT}2{_CODE_END}|\bCUDA_ERROR_OUT_OF_MEMORY\b",
-        (*_RESULT_NEEDLES, "CUDA_ERROR_OUT_OF_MEMORY"), any_level=True,
-        example="[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp "
-        "func=cu_mem_create line=103"),
-    sig("cuda_result_no_kernel_image", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 78,
-        rf"{_RESULT}209{_CODE_END}|\bCUDA_ERROR_NO_BINARY_FOR_GPU\b",
-        (*_RESULT_NEEDLES, "CUDA_ERROR_NO_BINARY_FOR_GPU"), any_level=True,
-        example="cuModuleLoadData failed with error 209"),
-    sig("cuda_result_illegal_address", C.ILLEGAL_MEMORY_ACCESS, 78, rf"{_RESULT}700{_CODE_END}", _RESULT_NEEDLES,
-        any_level=True, example="CUDA driver error: 700 (cuMemcpyDtoH)"),
-    sig("cuda_result_assert", C.CUDA_DEVICE_ASSERT, 72, rf"{_RESULT}710{_CODE_END}", _RESULT_NEEDLES,
-        any_level=True, example="CUresult error result=710 func=cuStreamSynchronize"),
-    # XLA's (TPU, JAX) status for a device allocation that did not fit: `RESOURCE_EXHAUSTED: ... Attempting to reserve
-    # 6.14G at the bottom of memory`, `RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in HBM`.
-    sig("xla_resource_exhausted", C.CUDA_OOM, 72,
-        r"\bRESOURCE_EXHAUSTED\b.{0,240}?(?i:\bmemory\b|\breserve\b|\ballocat\w*|\bHBM\b|\bvmem\b"
-        r"|\d(?:\.\d+)? ?[GMK]i?B?\b)",
-        "RESOURCE_EXHAUSTED", any_level=True,
-        example="RESOURCE_EXHAUSTED: Error loading program 'jit_f': Attempting to reserve 6.14G at the bottom of "
-        "memory. That was not possible."),
-    # The model hub refused the download (401/403 for a gated or private repository, 404 for one that is not there):
-    # the checkpoint cannot be fetched, as `GatedRepoError` says in other words.
-    sig("hub_http_refused", C.WEIGHTS_LOAD_ERROR, 64,
-        r"\b(?:401|403|404) Client Error: .{0,80} for url: https?://(?:huggingface\.co|hf\.co|[\w.\-]*modelscope\.\w+)/",
-        ("Client Error",), phase=P.MODEL_LOAD,
-        example="requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: "
-        "https://huggingface.co/org/model/resolve/main/config.json"),
-    # A compiler's diagnostic in its own format (gcc/clang `file:line:col: error:`, nvcc's `file(line): error`) on a C,
-    # C++ or CUDA source: the JIT build failed there, whatever log carries it and however it indents the build's output.
-    sig("compiler_diagnostic", C.KERNEL_JIT_ERROR, 74,
-        r"(?:^|\s)[\w.\-/\\]*\.(?:cuh?|cpp|cc|cxx|c|hpp|hh|h|inl|cu\.inc)(?:(?::\d+){1,2}|\(\d+\)):\s*(?:fatal )?"
-        r"error\b",
-        (": error", ": fatal error"), any_level=True,
-        example="  activation.cuh:95:52: error: type/value mismatch at argument 1 in template parameter list"),
-    # The linker of such a build (Triton links its launcher against libcuda with the system's compiler): a library it
-    # cannot find or a symbol it cannot resolve fails the build. ld's own `cannot find -lcuda` has no literal the
-    # prefilter anchors on; gcc's `collect2: error: ld returned 1 exit status` after it always does.
-    sig("linker_error", C.KERNEL_JIT_ERROR, 74,
-        r"(?:^|[\s/])ld(?:\.\w+)?: (?:cannot find -l\S+|error\b)|\bld returned [1-9]\d* exit status"
-        r"|\bundefined reference to [`'\"]",
-        ("ld: cannot find", "ld: error", "ld returned", "undefined reference"), any_level=True,
-        example="collect2: error: ld returned 1 exit status"),
+    # hang_or_timeout: hangs and timeouts.
+    sig("watchdog_timeout", C.HANG_OR_TIMEOUT, 55,
+        r"(?i:watchdog (?:timeout|timed out|.{0,40}\btime(?:d)? ?out))|Health check failed\. Server couldn't get a "
+        r"response|(?i:server (?:failed to start|did not become ready) within)|(?i:\bhang(?:ing)? detected|appears to "
+        r"be (?:stuck|hung|hanging)|\bdeadlock detected)",
+        ("watchdog", "Watchdog", "Health check failed", "within", "hang", "stuck", "hung", "deadlock"),
+        example="Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"),
+    # A platform or launcher that gave the server a start-up deadline and saw it pass (Cloud Run's `container failed to
+    # start and listen on the port ... within the allocated timeout`, a launcher's `did not become healthy within 600
+    # s`, `timed out waiting for the server to start`): the start-up hung or was too slow, whoever says so.
+    sig("startup_deadline", C.HANG_OR_TIMEOUT, 56,
+        r"(?i:\b(?:failed to|did not|didn't|could not|couldn't|never|unable to) (?:start(?: up)?"
+        r"|become (?:ready|healthy)|c[oa]me up|be ready|listen)\b.{0,160}?\bwithin (?:the )?(?:\w+ ){0,2}(?:timeout"
+        r"|time ?limit|deadline|\d+(?:\.\d+)? ?(?:s|secs?|seconds?|m|mins?|minutes?)\b)|\btimed? ?out waiting for "
+        r"(?:the )?(?:server|container|model server|endpoint|instance|pod|service|replica)s? to (?:start|become ready"
+        r"|be ready|come up|listen))",
+        ("within", "Within", "WITHIN", "waiting for", "Waiting for", "WAITING FOR"), phase=P.WARMUP, any_level=True,
+        example="ERROR: (gcloud.run.deploy) The user-provided container failed to start and listen on the port "
+        "defined provided by the PORT=8080 environment variable within the allocated timeout."),
+    sig("engine_handshake_timeout", C.HANG_OR_TIMEOUT, 55,
+        r"(?i)timed out waiting for (?:the )?engines?|engine core .{0,30}(?:handshake|ready).{0,30}time",
+        ("imed out waiting", "ngine core"), phase=P.WARMUP,
+        example='raise TimeoutError("Timed out waiting for engines to send"'),
+    sig("timeout", C.HANG_OR_TIMEOUT, 40, r"\bTimeoutError\b|(?i:\btimed out\b)|\bdeadline exceeded\b",
+        ("TimeoutError", "imed out", "eadline exceeded"), example="TimeoutError: timed out"),
+    # Something waited for that never came: `timed out waiting for clients`, a store or a peer that did not answer, a
+    # watchdog stuck behind a hung call. Said of the distributed runtime too, it is a timeout (the runtime raised no
+    # error of its own). The engines' handshake has its own row, which knows its phase.
+    sig("timed_out_waiting", C.HANG_OR_TIMEOUT, 63,
+        r"(?i:\btimed? ?out (?:after [\d.]+ ?\w+ )?(?:while )?waiting (?:for|on)\b(?! (?:the )?(?:new )?engine))"
+        r"|(?i:\bwatchdog got stuck\b)",
+        ("imed out", "IMED OUT", "ime out", "Timeout waiting", "watchdog got stuck"), any_level=True,
+        example="torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients "
+        "joined."),
+    # A deadline that passed, in any wording: a step that did not happen within its time (`failed to report ZMQ
+    # addresses within timeout=30 seconds`, `did not return within 120s`), or was still not ready after waiting.
+    sig("deadline_passed", C.HANG_OR_TIMEOUT, 56,
+        r"(?i:\b(?:did not|didn't|failed to|could not|couldn't|cannot|can't|never|unable to|not)\b.{0,120}?\bwithin "
+        r"(?:the )?(?:timeout\b|\w*timeout\w*\W|[\d.]+ ?(?:s|ms|secs?|seconds?|m|mins?|minutes?|h|hours?)\b)"
+        r"|\bnot ready after waiting\b)",
+        ("within", "Within", "WITHIN", "after waiting"), any_level=True,
+        example="RuntimeError: DP Coordinator process failed to report ZMQ addresses within timeout=30 seconds during "
+        "startup."),
+    sig("c10d_wait_timeout", C.HANG_OR_TIMEOUT, 66,
+        r"waitForInput.{0,200}(?i:tim(?:ed? ?out|eout))|\bSocket Timeout\b", ("waitForInput", "Socket Timeout"),
+        any_level=True,
+        example="[E socket.cpp:1013] [c10d] waitForInput: poll for socket returned 0, likely a timeout"),
     # Ray cannot place the bundles the engine asked for (too few GPUs, a node missing, GPUs of another type): vLLM
     # logs the wait at INFO each time it doubles, and the start-up hangs. A server that starts after the wait outlived
     # it (survival applies, as to any hang).
@@ -98,6 +79,41 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         r"\bCANCELLED AT \S+ DUE TO TIME LIMIT\b|\bTIME LIMIT\b.{0,40}\bexceeded\b",
         ("DUE TO TIME LIMIT", "TIME LIMIT"), any_level=True,
         example="slurmstepd: error: *** JOB 4242 ON gpu-node-3 CANCELLED AT 2025-01-01T10:00:00 DUE TO TIME LIMIT ***"),
+    # A process that stopped answering its peers' liveness checks (vLLM's `No heartbeat received from MQLLMEngine`): it
+    # hangs or is stuck, whatever killed it afterwards.
+    sig("heartbeat_lost", C.HANG_OR_TIMEOUT, 50,
+        r"(?i:\bno heartbeats? (?:received|from)\b|\bheartbeats? (?:timeout|timed out|missed|lost|failed)\b"
+        r"|\b(?:became|is|has become) (?:unresponsive|not responding)\b)",
+        ("heartbeat", "Heartbeat", "HEARTBEAT", "unresponsive", "not responding"),
+        example="TimeoutError: No heartbeat received from MQLLMEngine"),
+    # process_killed: killed from outside (the OOM killer, a signal, a scheduler or platform).
+    # The kernel's OOM killer, and memory monitors that kill workers: the cause, whatever follows. The killer named as
+    # a mere possibility (`If exit code is -9 (SIGKILL), a common cause is the OS OOM killer`) kills nothing.
+    sig("oom_killer", C.PROCESS_KILLED, 75,
+        r"(?i)\boom[-_ ]?kill(?!er\b)|\b(?:by|from|invoked) (?:the )?(?:os |linux |kernel(?:'s)? )?oom[-_ ]?killer"
+        r"|Out of memory: Kill(?:ed)? process|oom_reaper|killed (?:by|due to) (?:the )?(?:linux )?"
+        r"(?:oom|out[- ]of[- ]memory)|memory monitor.{0,80}kill|due to (?:host|system|node) (?:memory|OOM)"
+        r"|worker.{0,60}killed.{0,60}(?:memory|OOM)|killed due to memory pressure|memory usage threshold.{0,200}\bkill",
+        ("oom", "OOM", "Oom", "Out of memory", "memory monitor", "memory", "killed"), any_level=True,
+        vocabulary=states_not_guesses, example="Out of memory: Killed process 12345 (python3) total-vm:812345678kB"),
+    # Ray's memory monitor names its kill an OutOfMemoryError; the memory is the host's, and the process was killed.
+    sig("host_memory_kill", C.PROCESS_KILLED, 82, r"(?i)killed due to the node running low on memory",
+        "running low on memory", any_level=True,
+        example="ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."),
+    # A process whose exit status is stated as the kill signal's (-9, or 137 from a shell) was killed: a statement,
+    # unlike a bare `Killed`; a `(SIGKILL)` that glosses a -9 only explains the code, which decides (SGLang's `exit
+    # code: -3 ... If exit code is -9 (SIGKILL), a common cause is ...` names no kill).
+    sig("killed_exit_status", C.PROCESS_KILLED, 60,
+        r"(?i)\b(?:exit ?code|exitcode|exit status|return ?code|returncode)\s*[:=]?\s*(?:-9|137)\b"
+        r"|\bexited with (?:code|status) (?:-9|137)\b",
+        ("xit", "XIT", "eturn"), any_level=True,
+        example="RuntimeError: Rank 0 scheduler died during initialization (exit code: -9)."),
+    sig("killed", C.PROCESS_KILLED, 15,
+        r"^Killed\b|\d Killed\s|\bKilled\s*$|\b[Ss]ignal 9\b|(?<!-9 \()SIGKILL"
+        r"|(?i:exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*(?:-9|137)\b|exitcode[:=] ?-9\b"
+        r"|return ?code[:= ]*(?:-9|137)\b)",
+        ("Killed", "ignal 9", "SIGKILL", "exit", "Exit", "EXIT", "code"), vocabulary=states_not_guesses,
+        example="Killed"),
     # The scheduler or the platform took the process away for a reason of its own: a job cancelled or preempted
     # (Slurm), a pod evicted (Kubernetes), a spot instance reclaimed. A vLLM sequence group `preempted` for KV space is
     # the engine's own scheduling, not a kill: the words must name a job, pod, node or instance.
@@ -109,81 +125,37 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         ("CANCELLED AT", "The node was low on resource", "reempted", "victed", "Spot instance", "spot instance",
          "REEMPTED", "VICTED", "Preempted", "Evicted"), any_level=True,
         example="Warning  Evicted  kubelet  The node was low on resource: memory. Container vllm was using 60Gi."),
-    # A process that stopped answering its peers' liveness checks (vLLM's `No heartbeat received from MQLLMEngine`): it
-    # hangs or is stuck, whatever killed it afterwards.
-    sig("heartbeat_lost", C.HANG_OR_TIMEOUT, 50,
-        r"(?i:\bno heartbeats? (?:received|from)\b|\bheartbeats? (?:timeout|timed out|missed|lost|failed)\b"
-        r"|\b(?:became|is|has become) (?:unresponsive|not responding)\b)",
-        ("heartbeat", "Heartbeat", "HEARTBEAT", "unresponsive", "not responding"),
-        example="TimeoutError: No heartbeat received from MQLLMEngine"),
-    # Intel's oneCCL, the XPU's collective library, tags its own errors `|CCL_ERROR|`: the distributed runtime failed,
-    # as NCCL's `NCCL WARN` failures say on CUDA. (oneCCL named in prose is vocabulary.DISTRIBUTED's, as HCCL is.)
-    sig("ccl_error", C.NCCL_ERROR, 72, r"\|CCL_ERROR\|", "CCL_ERROR", any_level=True,
-        example="|CCL_ERROR| exchange_utils.cpp:202 sendmsg_fd: condition !check_msg_retval(\"sendmsg\", ...) failed"),
-    # Ray's own runtime under a multi-node engine: a worker that cannot register with its raylet, a GCS that cannot be
-    # reached. The cluster the collectives run on failed, not the model.
-    sig("ray_runtime_failed", C.NCCL_ERROR, 62,
-        r"\b(?:Failed|Unable) to register worker\b.{0,120}\b[Rr]aylet\b"
-        r"|\bRayletClient\b.{0,80}(?i:\b(?:unable|fail\w*)\b)"
-        r"|\bGCS\b.{0,60}(?i:\b(?:unreachable|failed to connect|connection (?:refused|lost)"
-        r"|not (?:reachable|respond\w*))\b)",
-        ("register worker", "RayletClient", "GCS"), any_level=True,
-        example="[2024-06-13 16:11:51,588 E 13261 13261] core_worker.cc:228: Failed to register worker 0100ff to "
-        "Raylet. IOError: [RayletClient] Unable to register worker with raylet. No such file or directory"),
-    # Ascend CANN reports an error as `E<module><4 digits>: [PID: n] <time> <message>`; the module letter I is HCCL,
-    # the NPU's collective library: its errors are the distributed runtime's, as NCCL's are.
-    sig("hccl_error_code", C.NCCL_ERROR, 66, r"(?:^|[\s:\]])EI\d{4}:", "EI",
-        any_level=True,
-        example="EI0009: [PID: 2225827] 2025-09-24-20:59:48.119.066 Transport init error. Reason: [Create][DestLink]"
-        "Create Dest error!"),
-    sig("cann_error_code", C.UNKNOWN, 13, r"^E[A-Z0-9]\d{4}: \[PID: \d+\]", "[PID: ",
-        example="EE1001: [PID: 2337] 2025-04-29-08:20:47.065.474 The argument is invalid."),
-    # A device extension module (torch_npu, torch_mlu, intel_extension_for_pytorch, ...) named but never imported:
-    # the import that defines it did not happen.
-    sig("device_extension_undefined", C.IMPORT_ERROR, 60,
-        r"^(?:[\w.]+\.)?NameError: name '(?:torch_(?:npu|mlu|musa|gcu|xla)\w*|intel_extension_for_pytorch|ipex"
-        r"|habana_frameworks\w*|vllm_ascend\w*|sglang_npu\w*)' is not defined",
-        "NameError", phase=P.IMPORT, example="NameError: name 'torch_npu' is not defined"),
-    # Ascend's operator store has no kernel of this operator for this chip (CANN's `EZ####` operator errors, `Optype
-    # [X] of Ops kernel [AIcoreEngine] is unsupported`): no kernel for this device, as CUDA's `no kernel image`.
-    sig("npu_operator_unsupported", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 72,
-        r"\bOps? kernel \[\w+\] is (?:unsupported|not supported)|(?:^|[\s:\]])EZ\d{4}:.{0,240}?\b(?:is unsupported"
-        r"|is not supported|not support\w*)\b",
-        ("kernel [", "EZ"), any_level=True,
-        example="EZ3002: [PID: 603] 2025-06-23-10:51:59.636.525 Optype [TransData] of Ops kernel [AIcoreEngine] is "
-        "unsupported. Reason: [tbe-custom]:op type TransData is not found in this op store."),
-    # Transformers has no tokenizer or processor class for the checkpoint's config: the tokenizer cannot be built (its
-    # `... for this kind of AutoModel` twin is the model not being supported).
-    sig("auto_tokenizer_unmapped", C.TOKENIZER_OR_TEMPLATE_ERROR, 66,
-        r"Unrecognized configuration class .{0,240}? to build an Auto(?:Tokenizer|Processor|ImageProcessor"
-        r"|FeatureExtractor)\b",
-        "Unrecognized configuration class", phase=P.MODEL_LOAD,
-        example="ValueError: Unrecognized configuration class <class 'transformers_modules.m.configuration_m.MConfig'>"
-        " to build an AutoTokenizer."),
-    # An exception or a failure statement that names the tokenizer, a processor class, the vocabulary or the chat
-    # template is about them (`'Qwen2VLProcessor' object has no attribute 'image_token'`, `Unable to load vocabulary
-    # from file`, `No tokenizer file found`); a logits processor is sampling's, not the tokenizer's.
-    sig("tokenizer_named", C.TOKENIZER_OR_TEMPLATE_ERROR, 44,
-        rf"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b.*?{_TOKENIZER_WORDS}"
-        rf"|(?i:\b(?:failed to|unable to|cannot|can't|could not|couldn't|no)\b).{{0,80}}?{_TOKENIZER_WORDS}",
-        ("okeniz", "rocessor", "ocabular", "template", "Template"),
-        example="AttributeError: 'Qwen2VLProcessor' object has no attribute 'image_token'"),
-    # The same for the checkpoint: an exception that names the checkpoint, its safetensors shards, its index or its
-    # state dict is about the weights not loading (the specific loader rows of signatures.py say more where they match).
-    sig("checkpoint_named", C.WEIGHTS_LOAD_ERROR, 44,
-        rf"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b.*?{_CHECKPOINT_WORDS}",
-        ("heckpoint", "afetensors", "state_dict", "weight_map", "index.json", "pytorch_model", ".gguf"),
-        example="RuntimeError: checkpoint shard model-00003-of-00004.safetensors is truncated"),
-    # A GPU allocation that failed, in words other than CUDA's own `out of memory` (`Failed to allocate 2.0 GiB on
-    # device 0`, `not enough GPU memory`, `cudaMalloc failed`). Host memory (`Cannot allocate memory`, errno 12) is not
-    # this: the words must name the device.
-    sig("device_allocation_failed", C.CUDA_OOM, 62,
-        r"(?i:\b(?:failed to|unable to|cannot|can't|could not|couldn't) allocate\b.{0,80}"
-        r"\b(?:GPU|device|cuda|VRAM|HBM)\b|\b(?:GPU|device|cuda|VRAM|HBM)\b.{0,40}\ballocation (?:of .{0,40})?failed\b"
-        r"|\b(?:insufficient|not enough) (?:free )?(?:GPU|device|CUDA|VRAM|HBM) memory\b"
-        r"|\bcudaMalloc\w*\b.{0,40}\bfail)",
-        ("llocat", "LLOCAT", "nsufficient", "ot enough", "cudaMalloc"), any_level=True,
-        example="RuntimeError: Failed to allocate 2.00 GiB on device cuda:0"),
+    # port_in_use: ports.
+    sig("port_in_use", C.PORT_IN_USE, 85,
+        r"(?i)address already in use|\[Errno 98\]|EADDRINUSE|is not available in \d+ seconds"
+        r"|port (?:\d+ )?is (?:already )?(?:in use|occupied)",
+        ("ddress already in use", "Errno 98", "EADDRINUSE", "is not available in", "already in use", "occupied"),
+        example="zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:30233')"),
+    # warmup_request_failed: the server's own warm-up request.
+    sig("warmup_failed", C.WARMUP_REQUEST_FAILED, 60, r"Initialization failed\. warmup error",
+        "Initialization failed", phase=P.WARMUP, wraps=True,
+        example="Initialization failed. warmup error: Traceback (most recent call last):"),
+    sig("warmup_statement", C.WARMUP_REQUEST_FAILED, 61,
+        r"(?i)\bwarm-?up (?:request )?failed|\bdid not become ready at https?://",
+        ("warmup", "Warmup", "warm-up", "did not become ready"), phase=P.WARMUP,
+        example="RuntimeError: HTTP server did not become ready at http://[::1]:10762/health"),
+    sig("warmup_status", C.WARMUP_REQUEST_FAILED, 62, r"res=<Response \[(?:[1-35]\d\d|4\d\d)\]>",
+        "res=<Response", phase=P.WARMUP, example="AssertionError: res=<Response [403]>, res.text='Forbidden'"),
+    # python_exception_other: any Python exception, and Python's own errors quoted without their type.
+    sig("python_exception", C.PYTHON_EXCEPTION_OTHER, 20,
+        r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)\b"
+        r"|^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Failed|Failure|Fault)(?::|\s*$)",
+        ("Error", "Exception", "Failed", "Failure", "Fault"),
+        example="AttributeError: 'NoneType' object has no attribute 'shape'"),
+    # A failure stated in words, with no exception: a C++/CUDA assertion, `RuntimeError`-less fatal messages.
+    sig("assertion_failed", C.PYTHON_EXCEPTION_OTHER, 22,
+        r"Assertion [`'\"(]?.{1,200}[`'\")]? failed|: Assertion .{1,200} failed\.?$|\bassert(?:ion)? failed\b",
+        ("Assertion", "assert"),
+        example="/src/rotary.cu:72: void rope(): Assertion `q.size(1) == cos.size(0)' failed."),
+    sig("scheduler_exception", C.PYTHON_EXCEPTION_OTHER, 18, r"\w hit an exception", "hit an exception",
+        generic=True, example="Scheduler hit an exception: Traceback (most recent call last):"),
+    sig("traceback", C.PYTHON_EXCEPTION_OTHER, 4, r"Traceback \(most recent call last\)", "Traceback",
+        example="Traceback (most recent call last):"),
     # An operating system error's own words (strerror) carried by a socket, zmq or OS exception: a system call failed,
     # which says nothing about a configuration the engine refuses (`ZMQError: Operation not supported`).
     sig("os_error_message", C.PYTHON_EXCEPTION_OTHER, 42,
@@ -192,11 +164,6 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         r"|Resource temporarily unavailable|Too many open files)\b",
         ("ZMQError", "OSError", "IOError", "PermissionError", "BlockingIOError", "socket.error"),
         example="zmq.error.ZMQError: Operation not supported"),
-    # vLLM's check of the model argument: neither a hub repository id nor a local directory with a config.
-    sig("model_reference_invalid", C.INVALID_ARGUMENT, 58,
-        r"Invalid repository ID or local directory specified",
-        "Invalid repository ID", phase=P.ARG_PARSE,
-        example="ValueError: Invalid repository ID or local directory specified: 'some-model-without-org'."),
     # Python's built-in errors state themselves in fixed words; quoted without their type (a server's `Failed to start
     # model server: integer division or modulo by zero`), they are still that Python exception.
     sig("python_builtin_message", C.PYTHON_EXCEPTION_OTHER, 20,
@@ -210,4 +177,46 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
          "required positional", "unexpected keyword", "positional argument", "recursion depth", "changed size",
          "non-iterable", "before assignment"),
         example="Failed to start model server: integer division or modulo by zero"),
+    # unknown: what says only that something failed or died, and follow-ups that never beat a cause.
+    sig("fatal_statement", C.UNKNOWN, 12,
+        r"^(?:\w+ )?(?:FATAL|Fatal|fatal)(?: error)?:|^(?:CRITICAL|Critical)\b|^Error: |^error: |^ERROR: ",
+        ("FATAL", "Fatal", "fatal", "CRITICAL", "Critical", "Error: ", "error: ", "ERROR: "),
+        example="fatal: unable to start the scheduler"),
+    # Native crashes, signals, and what only says that something died; a shell's status line for a job a signal ended
+    # with a core (`Quit (core dumped)`, `Bus error (core dumped)`) is one too: its signal's name is the literal the
+    # prefilter can find it by (`core dumped` alone has no rare letter to anchor on).
+    sig("native_crash", C.UNKNOWN, 19,
+        r"Segmentation fault|SIGSEGV|SIGABRT|SIGBUS|Caught signal (?:11|6|7|4|8)\b|Fatal Python error|core dumped"
+        r"|terminate called after throwing",
+        ("Segmentation fault", "SIGSEGV", "SIGABRT", "SIGBUS", "Caught signal", "Fatal Python error", "core dumped",
+         "terminate called", "Quit (", "Bus error (", "Illegal instruction (", "Floating point exception (",
+         "Trace/breakpoint trap ("), vocabulary=states_not_guesses,
+        example="Fatal Python error: Segmentation fault"),
+    sig("child_failed", C.UNKNOWN, 5,
+        r"Received sigquit from a child|SIGQUIT received|Child process unexpectedly failed|Subprocess \S+ \(pid=\d+\) "
+        r"crashed|EngineCore failed to start|Engine core initialization failed|Engine process failed to start"
+        r"|WorkerProc (?:hit an exception|failed)|Worker \S+ pid \d+ died|died, exit code|exited unexpectedly"
+        r"|scheduler is dead|(?:has|have) died\b|\bis dead\b|exit(?:ed)? (?:with )?(?:code|status)[: =]+[1-9]\d*\b"
+        r"|returned non-zero exit status|exitcode[:=] ?[1-9]"
+        r"|(?i:\b(?:see|check) (?:the )?(?:root cause|(?:error )?(?:messages?|logs?|output|errors?)) above)"
+        r"|\bdied unexpectedly\b|\bdied\b,? (?:with|shutting down)|\bdied during (?:initiali[sz]ation|start-?up)\b"
+        r"|\bdied or was killed\b|\bunexpectedly exits\b|\bis already dead\b"
+        r"|(?i:\b(?:process|engine\w*|worker\w*|scheduler|actor|server|rank)(?: \([^()]{0,40}\))? died\b)"
+        r"|(?i:\b(?:vllm|sglang|(?:model |api |inference )?server|engine\w*|container)\b.{0,20}?\bfailed to "
+        r"(?:start|launch|come up)\b"
+        r"|\bfailed to (?:start|launch) (?:the )?(?:model |api |inference )?(?:server|engine)\b)"
+        r"|\b[Cc]rashed container\b|\bcontainer\b.{0,60}\bcrashed\b|\bCrashLoopBackOff\b"
+        r"|Back-off restarting failed container",
+        ("sigquit", "SIGQUIT", "Child process", "crashed", "Crashed", "CrashLoopBackOff", "Back-off restarting",
+         "failed to start", "ailed to start", "ailed to launch", "failed to come up", "initialization failed",
+         "WorkerProc", "died", "exited unexpectedly", "is dead", "is already dead", "exit", "above",
+         "unexpectedly exits"), generic=True,
+        example="Received sigquit from a child process. It usually means the child failed."),
+    sig("cuda_error_unnamed", C.UNKNOWN, 25,
+        r"(?:CU|HIP)BLAS_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR)|(?:CUDA|HIP) error: (?:unspecified launch failure"
+        r"|unknown error)|(?:cuda|hip)ErrorLaunchFailure|CUDA_ERROR_LAUNCH_FAILED",
+        ("BLAS_STATUS_", "CUDA error: ", "HIP error: ", "ErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED"),
+        example="RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx(...)`"),
+    sig("cann_error_code", C.UNKNOWN, 13, r"^E[A-Z0-9]\d{4}: \[PID: \d+\]", "[PID: ",
+        example="EE1001: [PID: 2337] 2025-04-29-08:20:47.065.474 The argument is invalid."),
 )

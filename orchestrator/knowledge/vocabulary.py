@@ -3,7 +3,8 @@
 A message that names a GPU architecture while saying something is not supported is about the architecture;
 one that names the distributed runtime (c10d, Gloo, a rendezvous, `ibv_*`) while saying something failed is
 about the distributed runtime; one that names a server argument while rejecting a value is about that
-argument. Each vocabulary is a few lines of data; worded.py turns them into signature rows.
+argument. Each vocabulary is a few lines of data, with the literals (`*_NEEDLES`) that keep its rows' regexes off the
+bulk of a log where the words are many; the rows_*.py modules turn them into signature rows.
 """
 
 from __future__ import annotations
@@ -76,6 +77,20 @@ KERNEL_LIBRARIES = (
 )
 """Kernel libraries a server imports only where the GPU has kernels for them (names as Python sees them)."""
 
+CUDA_RESULT = (
+    r"(?:\b(?:CUresult|cudaError(?:_t)?|CUDA (?:driver |runtime )?(?:API )?(?:error|failure|call failed|result))\b"
+    r"|\bcu(?:Mem\w+|Malloc\w*|Ctx\w+|Module\w+|LaunchKernel\w*|GraphInstantiate\w*)\b.{0,40}?"
+    r"\b(?:failed|error|returned|result))"
+    r"[^0-9\n]{0,24}?(?<![\w.])"
+)
+"""A CUDA driver or runtime call's numeric result, up to the number: `CUresult error  result=2`, `CUDA driver error: 2`,
+`cuMemCreate failed with error 700`. The driver API and the runtime API share their numbers for the codes the rows
+read: 2 out of memory, 209 no kernel image for this GPU, 700 an illegal address, 710 a device-side assert."""
+CUDA_CODE_END = r"(?![\w.])"
+"""Where a result's number ends (`2`, not `2.5` or `20`)."""
+CUDA_RESULT_NEEDLES = ("CUresult", "cudaError", "CUDA", "cuMem", "cuMalloc", "cuCtx", "cuModule", "cuLaunch", "cuGraph")
+"""Literals of which every message stating a CUDA call's result holds one."""
+
 _ARG_TOKEN = re.compile(r"(?<![\w.\-/])-{0,2}([a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)(?![\w\-])")
 
 
@@ -107,6 +122,12 @@ for it, a demand that exceeds it, or the advice to give it a larger share of the
 
 TOKENIZER = r"(?i:\b(?:fast |slow )?tokeni[sz]ers?\b(?! ?manager|_worker)|\bchat[ _]templates?\b|\bspecial tokens?\b)"
 """Words that name the tokenizer or its chat template (not SGLang's tokenizer manager process)."""
+TOKENIZER_OBJECTS = (
+    r"(?:\b(?!\w*Logits)\w*(?:Tokenizer|Processor)(?:Fast)?\b|\b(?:de)?tokeniz\w*|\bvocabular(?:y|ies)\b"
+    r"|\bchat[_ ]template\b)"
+)
+"""Words an exception uses when it is about the tokenizer: a tokenizer or processor class (not a logits processor), the
+act of tokenizing, the vocabulary, the chat template."""
 _TOKENIZER_FAULT = (
     r"(?i:\bdoes(?: not|n't) (?:define|contain|have|match)\b|\bmissing\b|\bmust (?:contain|define|have|be)\b"
     r"|\bcould not (?:locate|find|load)\b|\bcan(?:no|')t (?:apply|load|find|use)\b|\bunrecogni[sz]ed\b|\bnot set\b"
@@ -124,6 +145,12 @@ CHECKPOINT = (
     r"|\bgguf\b)"
 )
 """Words that name a checkpoint: its files, weights, tensors' container (safetensors, GGUF), its config."""
+CHECKPOINT_PARTS = (
+    r"(?:\b[Cc]heckpoints?\b|\bsafetensors?\b|\.safetensors\b|\bstate_dict\b|\bweight_map\b"
+    r"|\bmodel\.safetensors\.index\.json\b|\bpytorch_model\b|\.gguf\b)"
+)
+"""Words an exception uses when it is about the checkpoint's files: the checkpoint, its safetensors shards, its index
+and weight map, its state dict, a GGUF file (narrower than CHECKPOINT: `weights` alone is not enough here)."""
 CHECKPOINT_NEEDLES = (
     "heckpoint", "HECKPOINT", "eight", "EIGHT", "afetensors", "AFETENSORS", "gguf", "GGUF", "Gguf", "tate_dict",
     "tate dict", "TATE_DICT", "TATE DICT", "config.json", "onfiguration of", "ONFIGURATION OF", "erialized model",

@@ -1,5 +1,6 @@
-"""Families stated in the runtime's own vocabulary: CUDA result numbers, compiler diagnostics, Ray's placement wait,
-Ascend's HCCL error codes, Python's built-in error messages without their type, an NPU extension never imported."""
+"""Families stated in a runtime's own terms: CUDA result numbers, compiler diagnostics, Ray's placement wait, Ascend's
+CANN error codes, Python's built-in error messages without their type, an NPU extension never imported, a scheduler's
+or platform's own statements."""
 
 from __future__ import annotations
 

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from orchestrator.classify.verdict import classify, root_cause
 from orchestrator.harvest.evidence import extract_evidence
+from orchestrator.knowledge import (
+    rows_config,
+    rows_device,
+    rows_distributed,
+    rows_kernels,
+    rows_loading,
+    rows_memory,
+    rows_runtime,
+)
 from orchestrator.knowledge.signatures import BY_ID, SIGNATURES
 from orchestrator.model import Category, Phase, Status
 
 C = Category
+SOURCE_MESSAGES = Path(__file__).resolve().parents[1] / "data" / "source-messages"
 
 
 def _verdict(*lines: str) -> tuple[Category, str | None]:
@@ -23,6 +36,53 @@ def test_rows_are_unique_and_carry_a_needle_of_their_example() -> None:
     for sig in SIGNATURES:
         assert sig.example, sig.id
         assert sig.matches(sig.example), sig.id
+
+
+_MODULES = {
+    rows_config: {C.INVALID_ARGUMENT, C.UNSUPPORTED_CONFIG},
+    rows_memory: {C.CUDA_OOM, C.KV_CACHE_TOO_SMALL, C.GPU_MEMORY_IN_USE},
+    rows_device: {C.NAN_IN_PROBS, C.CUDA_DEVICE_ASSERT, C.ILLEGAL_MEMORY_ACCESS, C.CUDA_GRAPH_CAPTURE_FAILED},
+    rows_kernels: {C.KERNEL_NOT_SUPPORTED_ON_ARCH, C.KERNEL_JIT_ERROR},
+    rows_distributed: {C.NCCL_ERROR},
+    rows_loading: {C.IMPORT_ERROR, C.WEIGHTS_LOAD_ERROR, C.TOKENIZER_OR_TEMPLATE_ERROR},
+    rows_runtime: {C.HANG_OR_TIMEOUT, C.PROCESS_KILLED, C.PORT_IN_USE, C.WARMUP_REQUEST_FAILED,
+                   C.PYTHON_EXCEPTION_OTHER, C.UNKNOWN},
+}
+"""Each module of rows holds the rows of the categories its name and docstring promise (signatures.py lists them)."""
+
+
+def test_each_category_has_its_rows_in_one_module() -> None:
+    rows = {name: getattr(module, name) for module in _MODULES for name in dir(module) if name.endswith("_ROWS")}
+    assert len(rows) == len(_MODULES)
+    placed: dict[Category, str] = {}
+    for module, categories in _MODULES.items():
+        (table,) = (getattr(module, n) for n in dir(module) if n.endswith("_ROWS"))
+        assert {s.category for s in table} == categories, module.__name__
+        for category in categories:
+            assert placed.setdefault(category, module.__name__) == module.__name__, category
+    assert sorted(s.id for t in rows.values() for s in t) == sorted(s.id for s in SIGNATURES)
+    assert set(placed) == {c for c in Category if c not in (C.HEALTHY, C.WRONG_OUTPUT)}
+
+
+def _messages() -> list[str]:
+    texts = [s.example for s in SIGNATURES]
+    for name in ("messages.jsonl", "held-out.jsonl"):
+        path = SOURCE_MESSAGES / name
+        texts += [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return texts
+
+
+def test_the_order_of_the_rows_never_decides_a_category() -> None:
+    # Of two rows of one specificity, the first in the table would win on a line both match: no message that the rows
+    # were written for (their examples, the projects' own messages) may be matched by two such rows of two categories.
+    ties = []
+    for text in _messages():
+        named: dict[int, set[Category]] = {}
+        for row in SIGNATURES:
+            if row.matches(text):
+                named.setdefault(row.specificity, set()).add(row.category)
+        ties += [(text, sorted(c.value for c in cats)) for cats in named.values() if len(cats) > 1]
+    assert not ties, ties
 
 
 @pytest.mark.parametrize("sig", [s for s in SIGNATURES if s.context is None], ids=lambda s: s.id)

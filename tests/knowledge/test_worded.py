@@ -1,4 +1,4 @@
-"""Families told by their words (knowledge/worded.py, vocabulary.py), read through the whole harvest and verdict."""
+"""Families told by their words (vocabulary.py and the rows built from it), read through the harvest and verdict."""
 
 from __future__ import annotations
 
