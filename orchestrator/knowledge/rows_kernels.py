@@ -24,11 +24,11 @@ KERNEL_ROWS: tuple[Signature, ...] = (
     # No kernel built for this GPU, or a kernel image the device rejects as invalid (a cubin built for another
     # architecture, loaded by a JIT cache or a prebuilt wheel).
     sig("no_kernel_image", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 80,
-        r"no kernel image is available for execution|NoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU"
+        r"no kernel image is available for execution|NoKernelImageForDevice"
         r"|(?:CUDA|HIP) error: invalid device function|(?:cuda|hip)ErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu"
         r"|No compatible code objects? found|CUDA_ERROR_INVALID_IMAGE|device kernel image is invalid"
         r"|cudaErrorInvalidKernelImage|hipErrorInvalidImage",
-        ("kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU", "invalid device function", "InvalidDeviceFunction",
+        ("kernel image", "NoKernelImage", "invalid device function", "InvalidDeviceFunction",
          "NoBinaryForGpu", "compatible code object", "INVALID_IMAGE", "InvalidKernelImage", "InvalidImage"),
         example="torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device"),
     sig("arch_required", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 80,
@@ -90,14 +90,12 @@ KERNEL_ROWS: tuple[Signature, ...] = (
         r"|nvcc fatal|ptxas (?:fatal|error)|\.cuh?\(\d+\): error|nvrtc: error|NVRTC_ERROR"
         r"|fatal error: \S+\.(?:h|hpp|cuh): No such file|triton\.compiler\.errors\.\w+|CompilationError"
         r"|\bjit\b.{0,60}\b(?:compil\w*|build)\b.{0,30}\b(?:failed|error)|failed to (?:jit[- ])?compile"
-        r"|LLVM ERROR|collect2: error|undefined reference to|error: identifier .{1,80} is undefined|\bcicc\b"
+        r"|LLVM ERROR|error: identifier .{1,80} is undefined|\bcicc\b"
         r"|(?i:(?:cuda|kernel|cubin|ptx) compilation (?:failed|error))|error: command '.{0,120}(?:nvcc|gcc|g\+\+|c\+\+"
         r"|clang\S*)' failed|PassManager::run failed|(?i:error (?:while |when )?(?:compiling|building) (?:the )?"
         r"(?:kernel|extension|module|cubin))|(?i:(?:cute|cutlass)[ _-]?dsl.{0,80}(?:error|failed))|\bMLIRError\b",
         ("inja", "Error building extension", "nvcc", "ptxas", "): error", "nvrtc", "NVRTC", "fatal error:",
-         "triton.compiler", "CompilationError", "JIT", "jit", "compile", "LLVM ERROR", "collect2",
-         "undefined reference",
-         "is undefined", "cicc", "ompilation", "error: command", "PassManager", "ompiling", "uilding", "DSL", "dsl",
+         "triton.compiler", "CompilationError", "JIT", "jit", "compile", "LLVM ERROR", "is undefined", "cicc", "ompilation", "error: command", "PassManager", "ompiling", "uilding", "DSL", "dsl",
          "MLIRError"),
         example="RuntimeError: Ninja build failed. Ninja output:"),
     # The toolchain a JIT build needs is missing (Triton's C compiler, torch extensions' CUDA_HOME or nvcc).
@@ -153,7 +151,7 @@ KERNEL_ROWS: tuple[Signature, ...] = (
     # prefilter anchors on; gcc's `collect2: error: ld returned 1 exit status` after it always does.
     sig("linker_error", C.KERNEL_JIT_ERROR, 74,
         r"(?:^|[\s/])ld(?:\.\w+)?: (?:cannot find -l\S+|error\b)|\bld returned [1-9]\d* exit status"
-        r"|\bundefined reference to [`'\"]",
-        ("ld: cannot find", "ld: error", "ld returned", "undefined reference"), any_level=True,
+        r"|\bundefined reference to\b|\bcollect2: (?:fatal )?error\b",
+        ("ld: cannot find", "ld: error", "ld returned", "undefined reference", "collect2"), any_level=True,
         example="collect2: error: ld returned 1 exit status"),
 )
