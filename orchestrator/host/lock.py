@@ -17,6 +17,7 @@ taking over the same stale lock at once exactly one wins.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -231,6 +232,48 @@ class HostLock:
             except OrchestratorError as exc:
                 # A missed beat only matters after STALE_AFTER_S; a full disk must not end the sweep.
                 log.warning("%s: heartbeat of %s failed: %s", self.transport.describe(), self.dir, exc)
+
+
+class HostLocks:
+    """Every lock a sweep holds on one host, taken in the one order there is: its GPUs' (machine-wide, when the
+    placement names them), then its workdir's; given back in reverse.
+
+    Both are needed: the GPUs' keeps two workdirs, users or pool entries on one box off the same GPUs, and the
+    workdir's is the only lock of a host whose GPUs are not ours to list (a Slurm cluster's login node), keeps two
+    entries naming different GPU counts of one box in one workdir apart (their GPU sets, so their GPU locks,
+    differ), and is the one an older orchestrator takes. No deadlock is possible: a lock is never waited for (a
+    held one refuses at once, HostBusy), what was taken is given back before the refusal is raised, and the order
+    is the same for every taker, so of two sweeps after the same locks the one refused first holds nothing.
+    """
+
+    def __init__(self, transport: Transport, workdir: str, sweep_id: str, gpu_uuids: Sequence[str] = ()) -> None:
+        self.order = [HostLock(transport, workdir, sweep_id, gpu_uuids=gpu_uuids)] if gpu_uuids else []
+        self.order.append(HostLock(transport, workdir, sweep_id))
+        self.held: list[HostLock] = []
+
+    def acquire(self) -> None:
+        """Take them all, in order; none stays held when one is refused (HostBusy names its holder)."""
+        try:
+            for lock in self.order:
+                lock.acquire()
+                self.held.append(lock)
+        except BaseException:
+            with contextlib.suppress(OrchestratorError):
+                self.release()
+            raise
+
+    def release(self) -> None:
+        """Give back every lock held, last taken first; the first error after trying them all (a host that is down
+        keeps its locks until the sweep is resumed: they are the sweep's)."""
+        errors: list[OrchestratorError] = []
+        for lock in reversed(self.held):
+            try:
+                lock.release()
+            except OrchestratorError as exc:
+                errors.append(exc)
+        self.held = []
+        if errors:
+            raise errors[0]
 
 
 def _start_time(pid: int) -> str | None:

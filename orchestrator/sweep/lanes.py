@@ -21,8 +21,8 @@ from typing import TypeVar
 
 from orchestrator.classify.unlaunched import gpus_unavailable_verdict
 from orchestrator.config.model import HostConfig
-from orchestrator.errors import OrchestratorError, TransportError
-from orchestrator.host.lock import HostLock
+from orchestrator.errors import OrchestratorError
+from orchestrator.host.lock import HostLocks
 from orchestrator.host.session import HostSession
 from orchestrator.matrix.expand import cell_id
 from orchestrator.model import Cell
@@ -47,7 +47,7 @@ class Member:
     config: HostConfig
     breaker: HostBreaker
     session: HostSession | None = None
-    locks: list[HostLock] = field(default_factory=list)
+    locks: HostLocks | None = None
     preflight: Preflight | None = None
     error: OrchestratorError | None = None
     stopped: bool = False
@@ -62,27 +62,20 @@ class Member:
         return open_host(self.config, self.breaker)
 
     def hold(self, sweep_id: str) -> HostSession:
-        """Connect and take the host's locks for `sweep_id` (a second sweep is refused naming the first).
-
-        Its GPUs' lock, machine-wide (two workdirs, users or pool entries on one box never share them), then its
-        workdir's (a sweep of an older orchestrator, which locks only that, is still seen).
-        """
+        """Connect and take the host's locks for `sweep_id` (host/lock.HostLocks: a second sweep is refused naming
+        the first)."""
         self.session = open_host(self.config, self.breaker)
-        transport, workdir = self.session.transport, self.session.workdir
-        uuids = self.session.placement.gpu_uuids()
-        for lock in ([HostLock(transport, workdir, sweep_id, gpu_uuids=uuids)] if uuids else []) + [
-            HostLock(transport, workdir, sweep_id)
-        ]:
-            lock.acquire()
-            self.locks.append(lock)
+        locks = HostLocks(self.session.transport, self.session.workdir, sweep_id, self.session.placement.gpu_uuids())
+        locks.acquire()
+        self.locks = locks
         return self.session
 
     def leave(self) -> None:
         """Give the locks back (a host that is down keeps them for the resume) and close the connection."""
-        for lock in reversed(self.locks):
+        locks, self.locks = self.locks, None
+        if locks is not None:
             with contextlib.suppress(OrchestratorError):
-                release_lock(lock, self.breaker)
-        self.locks = []
+                locks.release()
         if self.session is not None:
             self.session.close()
             self.session = None
@@ -168,15 +161,6 @@ def join_hosts(members: list[Member], cells: list[Cell], sweep_id: str, on_host:
             for lane in lanes
         ))  # fmt: skip
     return lanes
-
-
-def release_lock(lock: HostLock, breaker: HostBreaker) -> None:
-    """Give the host lock back; a host that is down keeps it until the sweep is resumed (the lock is the sweep's)."""
-    try:
-        lock.release()
-    except TransportError:
-        if breaker.tripped is None:
-            raise
 
 
 @dataclass(frozen=True)
