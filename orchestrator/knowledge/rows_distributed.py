@@ -29,12 +29,6 @@ DISTRIBUTED_ROWS: tuple[Signature, ...] = (
         r"Error while (?:creating|attaching to|mapping|opening|truncating) shared memory segment",
         "shared memory segment", any_level=True,
         example="Error while creating shared memory segment /dev/shm/nccl-F9ffgB (size 9637888)"),
-    sig("nccl_warn_connection", C.NCCL_ERROR, 76,
-        r"NCCL WARN .{0,160}(?:connection abort|[Cc]onnection reset|unhandled (?:system|cuda) error|[Tt]imeout"
-        r"|timed out)",
-        "NCCL WARN", in_warnings=True,
-        example="h1:139:1092 [7] socket.c:485 NCCL WARN socketStartConnect: Connect to 10.0.0.2<38455> failed : "
-        "Software caused connection abort"),
     # A CUDA call that failed inside a collective's own kernel (vLLM's and SGLang's custom all-reduce print
     # `Failed: Cuda error <file>:<line> '<reason>'`, with no level): the distributed runtime failed, at any level. A
     # reason that names a cause of its own (out of memory, an illegal access) is told by those rows, which rank higher.
@@ -43,9 +37,10 @@ DISTRIBUTED_ROWS: tuple[Signature, ...] = (
         r"\S*:\d+",
         ("uda error", "uda failure", "UDA error"), any_level=True,
         example="Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:455 'invalid argument'"),
+    # torch.distributed's network error by its type, and its store or rendezvous stating a `timeout` (failures in other
+    # words are vocabulary.DISTRIBUTED's, read by distributed_failure).
     sig("dist_init_failed", C.NCCL_ERROR, 60,
-        r"DistNetworkError|(?:c10d|TCPStore|gloo).{0,80}(?:Connection refused|timed? ?out|failed)"
-        r"|init_process_group.{0,60}(?:failed|timed? ?out)",
+        r"DistNetworkError|(?:c10d|TCPStore|gloo|init_process_group).{0,80}\btime ?out\b",
         ("DistNetworkError", "c10d", "TCPStore", "gloo", "init_process_group"),
         example="torch.distributed.DistNetworkError: The client socket has timed out after 600s while trying to "
         "connect to (127.0.0.1, 29500)."),
@@ -80,10 +75,13 @@ DISTRIBUTED_ROWS: tuple[Signature, ...] = (
         ("retry counter exceeded", "protection error", "access error", "lushed error", "IBV_WC_"),
         example="E0101 00:00:00.000001  100 worker_pool.cpp:290] Worker: Process failed for slice (opcode: 1, "
         "local_nic: mlx5_0, peer_nic: 10.0.0.2:15000@mlx5_0, retry_cnt: 0): transport retry counter exceeded"),
-    # A refused connection alone is one try NCCL repeats; the retries running out (`exceeded error retry count`) fail.
+    # NCCL's own `WARN` line stating a failure, at any level: a CUDA or NCCL error, a verbs or network call that
+    # failed, a connection aborted, reset or timed out. A refused connection alone is one try NCCL repeats; the retries
+    # running out (`exceeded error retry count`) fail.
     sig("nccl_warn_failure", C.NCCL_ERROR, 76,
         r"NCCL WARN .{0,200}(?:(?i:cuda failure)|[Uu]nhandled|nccl\w+Error|\bibv_\w+ failed|NET/\w+ ?: .{0,80}"
-        r"(?:error|failed)|Call to \w+ failed|[Bb]ootstrap.{0,60}failed|[Ee]rror while|No route to host"
+        r"(?:error|failed)|[Cc]onnection (?:abort|reset)|[Tt]imeout|timed out"
+        r"|Call to \w+ failed|[Bb]ootstrap.{0,60}failed|[Ee]rror while|No route to host"
         r"|[Nn]etwork is unreachable|[Ff]ailed to (?!CUDA (?:malloc|calloc))|\b[Nn]o \w+ (?:interface|device)s? found"
         r"|Minimum requirement is|with status=[1-9]|vendor err|[Uu]nable to|exceeded .{0,40}retr"
         r"|already checked in|[Aa]ttempt to use|[Mm]ismatch)",

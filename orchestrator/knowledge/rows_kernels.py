@@ -95,8 +95,8 @@ KERNEL_ROWS: tuple[Signature, ...] = (
         r"|clang\S*)' failed|PassManager::run failed|(?i:error (?:while |when )?(?:compiling|building) (?:the )?"
         r"(?:kernel|extension|module|cubin))|(?i:(?:cute|cutlass)[ _-]?dsl.{0,80}(?:error|failed))|\bMLIRError\b",
         ("inja", "Error building extension", "nvcc", "ptxas", "): error", "nvrtc", "NVRTC", "fatal error:",
-         "triton.compiler", "CompilationError", "JIT", "jit", "compile", "LLVM ERROR", "is undefined", "cicc", "ompilation", "error: command", "PassManager", "ompiling", "uilding", "DSL", "dsl",
-         "MLIRError"),
+         "triton.compiler", "CompilationError", "JIT", "jit", "compile", "LLVM ERROR", "is undefined", "cicc",
+         "ompilation", "error: command", "PassManager", "ompiling", "uilding", "DSL", "dsl", "MLIRError"),
         example="RuntimeError: Ninja build failed. Ninja output:"),
     # The toolchain a JIT build needs is missing (Triton's C compiler, torch extensions' CUDA_HOME or nvcc).
     sig("jit_toolchain_missing", C.KERNEL_JIT_ERROR, 72,

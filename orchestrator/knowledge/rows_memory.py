@@ -77,21 +77,13 @@ MEMORY_ROWS: tuple[Signature, ...] = (
         phase=P.MEMORY_ALLOC,
         example="The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in "
         "KV cache (23648)."),
-    sig("kv_cache_words", C.KV_CACHE_TOO_SMALL, 70,
-        r"(?i)\bkv[ _-]?cache\b.{0,80}\b(?:too small|insufficient|not enough|exceeds?|exhausted|smaller than|"
-        r"no (?:free|available) (?:space|blocks|memory))|\b(?:insufficient|not enough) (?:memory|space|blocks) for "
-        r"(?:the )?kv[ _-]?cache|max_total_num_tokens.{0,60}(?:too small|<=? ?0|must be (?:positive|larger|greater))"
-        r"|(?:increase|raise) (?:the )?(?:--mem-fraction-static|--gpu-memory-utilization|gpu_memory_utilization)",
-        ("KV", "kv", "Kv", "max_total_num_tokens", "mem-fraction-static", "memory-utilization", "memory_utilization"),
-        phase=P.MEMORY_ALLOC, vocabulary=states_without_fallback,
-        example="RuntimeError: KV cache is too small for the requested context length (32768 tokens)."),
     sig("kv_runtime_exhausted", C.KV_CACHE_TOO_SMALL, 85, r"(?i)out of memory\. Try to lower your batch size",
         "Try to lower your batch size", phase=P.SERVING,
         example="Decode out of memory. Try to lower your batch size."),
     # A cache the memory left over does not hold: the KV cache, a hybrid model's mamba/state cache, a sliding-window
     # pool (vocabulary.CACHE_SHORTAGE), whichever server says so and in whichever order.
     sig("cache_shortage", C.KV_CACHE_TOO_SMALL, 70, CACHE_SHORTAGE.pattern,
-        ("cache", "Cache", "CACHE", "pool", "ncrease", "aise"), phase=P.MEMORY_ALLOC,
+        ("cache", "Cache", "CACHE", "pool", "ncrease", "aise", "max_total_num_tokens"), phase=P.MEMORY_ALLOC,
         vocabulary=states_without_fallback,
         example="AssertionError: Not enough space for mamba cache, try to increase --mamba-full-memory-ratio."),
     # gpu_memory_in_use: another process holds the GPU memory at start (see verdict.py for the OOM-text rule).

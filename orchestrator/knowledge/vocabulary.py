@@ -111,14 +111,16 @@ CACHE = (
 a sliding-window pool, the blocks they are cut into."""
 CACHE_SHORTAGE = re.compile(
     rf"{CACHE}.{{0,80}}(?i:\btoo small\b|\binsufficient\b|\bnot enough\b|\bexhausted\b|\bcannot hold\b"
-    rf"|\bleaves no room\b|\bno (?:free|available) (?:space|blocks|memory)\b)"
+    rf"|\bleaves no room\b|\bno (?:free|available) (?:space|blocks|memory)\b|\bexceeds?\b|\bsmaller than\b)"
     rf"|(?i:\b(?:not enough|insufficient|no)\b (?:\w+ )?(?:memory|space|room)\b.{{0,60}}?\bfor\b).{{0,60}}?{CACHE}"
     rf"|(?i:\bexceeds? (?:the )?available\b (?:\w+ )?){CACHE}"
     r"|(?i:\b(?:increase|raise)\b (?:the )?`?-{0,2}(?:\w+[_-])?(?:mem(?:ory)?[_-](?:fraction|ratio|utilization)"
     r"|gpu[_-]memory[_-]utilization)\w*)"
+    r"|(?i:\bmax_total_num_tokens\b.{0,60}(?:too small|<=? ?0|must be (?:positive|larger|greater)))"
 )
-"""A cache the memory left does not hold, in the words the servers use: the cache too small or exhausted, no memory
-for it, a demand that exceeds it, or the advice to give it a larger share of the memory."""
+"""A cache the memory left does not hold, in the words the servers use: the cache too small, exhausted or exceeded, no
+memory for it, a demand that exceeds it, a token budget (`max_total_num_tokens`) that came out too small, or the advice
+to give it a larger share of the memory."""
 
 TOKENIZER = r"(?i:\b(?:fast |slow )?tokeni[sz]ers?\b(?! ?manager|_worker)|\bchat[ _]templates?\b|\bspecial tokens?\b)"
 """Words that name the tokenizer or its chat template (not SGLang's tokenizer manager process)."""
