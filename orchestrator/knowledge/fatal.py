@@ -45,9 +45,10 @@ def stated_failures(
     """Of the rows a message matched (warning rows already filtered), those that make its line fatal."""
     if not message or not rows or is_benign(message):
         return ()
-    if indented or (level in QUIET_LEVELS and not EXCEPTION_START_RE.match(message)):
+    if not EXCEPTION_START_RE.match(message) and (indented or level in QUIET_LEVELS):
         # An indented line outside a traceback's code (the caller routes code lines elsewhere) is a message
-        # wrapped or continued: only what is a failure at any level counts there.
+        # wrapped or continued: only what is a failure at any level counts there. One that begins with an exception
+        # (`  NotImplementedError: ...` in a log pasted indented as a whole) is that exception's own line.
         return tuple(s for s in rows if s.states_failure and s.any_level)
     return tuple(s for s in rows if s.states_failure)
 

@@ -21,6 +21,11 @@ TB = ['Traceback (most recent call last):', '  File "/app/x.py", line 3, in main
          C.INVALID_ARGUMENT, 0),
         (["  api_server.py: error: argument --dtype: invalid choice: 'fp9' (choose from 'auto', 'half')"],
          C.INVALID_ARGUMENT, 0),
+        # An exception's own line in a paste indented as a whole, with no traceback above it: the exception still.
+        (["  ValueError: max_model_len (40960) is greater than the derived max_model_len (32768) (config)"],
+         C.INVALID_ARGUMENT, 0),
+        (["    NotImplementedError: FlashInfer backend does not support fp8 kv cache on this model",
+          "    without a scale for each layer."], C.UNSUPPORTED_CONFIG, 0),
         # A quote mark opening a quoted exception is the paste's, not the message's.
         (['"RuntimeError: Chat template foo/bar.jinja is not a built-in template name'],
          C.TOKENIZER_OR_TEMPLATE_ERROR, 0),
@@ -50,6 +55,12 @@ TB = ['Traceback (most recent call last):', '  File "/app/x.py", line 3, in main
 def test_a_failure_stated_in_a_disguised_line(lines: list[str], category: Category, root: int) -> None:
     verdict = classify(extract_evidence(lines))
     assert (verdict.category, verdict.root_cause_line) == (category, lines[root])
+
+
+def test_an_indented_raise_in_a_traceback_is_code_not_a_statement() -> None:
+    lines = [*TB[:2], '    raise ValueError("max_model_len must be positive")', "KeyError: 'layers.0.weight'"]
+    verdict = classify(extract_evidence(lines))
+    assert verdict.root_cause_line == lines[-1]
 
 
 def test_a_crash_listed_among_possible_causes_is_no_crash() -> None:
