@@ -48,17 +48,18 @@ DISTRIBUTED = (
     r"(?:\bc10d\b|\b[Gg]loo\b|\bGLOO\b|\b[Rr]endezvous\b|\brdzv\w*|\bTCPStore\b|\bProcessGroup\w*|\bibv_\w+"
     r"|\bRDMA\b|\bconnectFullMesh\b|(?<!\.)\binit_process_group\b(?!\()|\btorch\.distributed\b|\bDistStore\w*"
     r"|\bMASTER_ADDR\b|\bIB devices?\b|\bInfiniBand\b|\bbootstrap(?:_addr\w*| server)\b"
-    r"|\bHCC[LSP]\w*|\bhccl\w*|\boneCCL\b|\bCCL_[A-Z][A-Z_]+)"
+    r"|\bHCC[LSP]\w*|\bhccl\w*|\boneCCL\b|\bCCL_[A-Z][A-Z_]+|\bNVSHMEM\w*|\bnvshmem\w*)"
 )
 """Words that name the distributed runtime below NCCL, and the NCCL of other accelerators: c10d, Gloo, rendezvous, the
-TCP store, InfiniBand verbs, Ascend's HCCL/HCCS and Intel's oneCCL (`CCL_*`). A method called by name
-(`ray::Actor.init_process_group()` in a Ray task's header, `dist.init_process_group(` in code) is the code that ran,
-not a statement about the runtime. A disaggregated request's `bootstrap_room` names that one request's KV transfer
-(`Decode transfer failed for request ... bootstrap_room=...: Aborted`), not the runtime: no word here."""
+TCP store, InfiniBand verbs, NVSHMEM (DeepEP's GPU-to-GPU transport), Ascend's HCCL/HCCS and Intel's oneCCL (`CCL_*`).
+A method called by name (`ray::Actor.init_process_group()` in a Ray task's header, `dist.init_process_group(` in code)
+is the code that ran, not a statement about the runtime. A disaggregated request's `bootstrap_room` names that one
+request's KV transfer (`Decode transfer failed for request ... bootstrap_room=...: Aborted`), not the runtime: no word
+here."""
 DISTRIBUTED_NEEDLES = (
     "c10d", "loo", "LOO", "endezvous", "rdzv", "TCPStore", "ProcessGroup", "ibv_", "RDMA", "connectFullMesh",
     "init_process_group", "torch.distributed", "DistStore", "MASTER_ADDR", "IB dev", "nfiniBand", "bootstrap_addr",
-    "bootstrap server", "HCC", "hccl", "oneCCL", "CCL_",
+    "bootstrap server", "HCC", "hccl", "oneCCL", "CCL_", "NVSHMEM", "nvshmem",
 )
 """Literals of which every message naming one of DISTRIBUTED's words holds one (the prefilter's and the row's)."""
 _BREAKAGE = (

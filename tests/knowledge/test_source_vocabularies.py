@@ -53,7 +53,7 @@ def test_a_vocabulary_takes_its_family(vocabulary: re.Pattern[str], message: str
     ["c10d", "Gloo", "GLOO", "rendezvous", "Rendezvous", "rdzv_backend", "TCPStore", "ProcessGroupGloo", "ibv_reg_mr",
      "RDMA", "connectFullMesh", "init_process_group", "torch.distributed", "DistStoreError", "MASTER_ADDR",
      "IB device", "InfiniBand", "bootstrap_addr", "bootstrap server", "HCCL", "HCCS", "hcclCommInitRootInfo",
-     "oneCCL", "CCL_ATL_TRANSPORT"],
+     "oneCCL", "CCL_ATL_TRANSPORT", "NVSHMEM", "nvshmemi_common_init"],
 )
 def test_every_word_of_the_distributed_vocabulary_reaches_its_row(word: str) -> None:
     # The row's needles keep its regex off most lines: a word the vocabulary names but no needle holds is never read.
@@ -93,6 +93,9 @@ def test_a_checkpoint_fault_in_any_case_is_the_weights(line: str) -> None:
         "error code is 7",
         "RuntimeError: oneCCL: atl_ofi.cpp:307 open_providers: EXCEPTION: failed to initialize the ofi transport",
         "[rank3] ERROR 01-05 10:00:40 [xpu_communicator.py:20] oneCCL allreduce failed: connection reset by peer",
+        # NVSHMEM, the GPU-to-GPU transport under DeepEP, whose initialisation fails (its `NVSHMEM INFO` lines too).
+        "/sgl-workspace/nvshmem/src/host/init/init.cu:1012: non-zero status: 7 nvshmem detect topo failed",
+        "h1:4242:4242 [1] NVSHMEM INFO nvshmemi_common_init failed, continuing",
     ],
 )
 def test_another_accelerators_collective_library_failing_is_the_distributed_runtime(line: str) -> None:
