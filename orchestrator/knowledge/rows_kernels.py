@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from orchestrator.knowledge.patterns import Signature, sig
 from orchestrator.knowledge.vocabulary import (
+    ARCH_ID,
     ARCH_REFUSAL,
     CUDA_CODE_END,
     CUDA_RESULT,
@@ -71,6 +72,10 @@ KERNEL_ROWS: tuple[Signature, ...] = (
     sig("kernel_library_undefined", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 62,
         rf"^(?:[\w.]+\.)?NameError: name '{KERNEL_LIBRARIES}' is not defined", "NameError",
         example="NameError: name 'deep_gemm' is not defined"),
+    # A table keyed by the GPU's architecture that lacks this one (a kernel library's dispatch by `sm_100a`, a chip-info
+    # table by `gfx` id): the library has nothing for this GPU, whatever code looked it up.
+    sig("arch_key_missing", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 62, rf"^(?:[\w.]+\.)?KeyError: ['\"]{ARCH_ID}['\"]",
+        "KeyError", example="KeyError: 'sm_121a'"),
     sig("cuda_result_no_kernel_image", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 78,
         rf"{CUDA_RESULT}209{CUDA_CODE_END}|\bCUDA_ERROR_NO_BINARY_FOR_GPU\b",
         (*CUDA_RESULT_NEEDLES, "CUDA_ERROR_NO_BINARY_FOR_GPU"), any_level=True,

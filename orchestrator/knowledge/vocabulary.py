@@ -28,6 +28,10 @@ ARCH = (
 """Words that name a GPU architecture: SM numbers (also inside a kernel's name, `sparse_mla_sm120_decode`), compute
 capability, gfx ids, families, models, per-arch dtypes."""
 
+ARCH_ID = r"(?:sm_?\d{2,3}[af]?|\d{2,3}[af]|gfx\d{2,4}[a-z]?)"
+"""How code names a GPU architecture as a value or a table's key: `sm_90a`, `sm120`, `120a`, `100f`, `gfx1151` (a bare
+number without its `a`/`f` suffix says nothing of an architecture)."""
+
 _REFUSAL = (
     r"(?:\bnot (?:yet )?(?:supported|available|implemented|compiled|built)\b|\bunsupported\b|\bonly supports?\b"
     r"|\bonly (?:be )?(?:supported|available|works?|runs?)\b|\brequires?\b"

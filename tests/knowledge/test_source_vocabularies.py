@@ -138,3 +138,24 @@ def test_a_notice_of_a_fallback_does_not_take_the_place_of_the_failure(notice: s
              "    run()", "KeyError: 'choices'"]
     verdict = classify(extract_evidence(lines))
     assert (verdict.category, verdict.root_cause_line) == (Category.PYTHON_EXCEPTION_OTHER, lines[-1])
+
+
+_TRACEBACK = ["Traceback (most recent call last):", '  File "/x/dispatch.py", line 23, in pick', "    return {"]
+
+
+@pytest.mark.parametrize(
+    ("key", "category"),
+    [
+        # A table keyed by architecture that lacks this GPU (a kernel library's dispatch, a chip-info lookup).
+        ("'sm_100a'", Category.KERNEL_NOT_SUPPORTED_ON_ARCH),
+        ("'90a'", Category.KERNEL_NOT_SUPPORTED_ON_ARCH),
+        ("'gfx1201'", Category.KERNEL_NOT_SUPPORTED_ON_ARCH),
+        # A bare number or the config's `architectures` key says nothing of the GPU.
+        ("'120'", Category.PYTHON_EXCEPTION_OTHER),
+        ("'architectures'", Category.PYTHON_EXCEPTION_OTHER),
+    ],
+)
+def test_a_key_error_on_an_architecture_is_the_architecture(key: str, category: Category) -> None:
+    line = f"KeyError: {key}"
+    verdict = classify(extract_evidence([*_TRACEBACK, line]))
+    assert (verdict.category, verdict.root_cause_line) == (category, line)
