@@ -92,6 +92,10 @@ FAMILIES: tuple[Family, ...] = (
            frames=r"in (?:load_weights\w*|_load_weights\w*|weight_loader\w*|_weight_loader\w*|load_state_dict"
            r"|_load_module|load_checkpoint\w*|_load_\w*weight\w*|\w*weights_iterator|_prepare_weights"
            r"|download_weights\w*|load_sharded\w*)$|weight_utils\.py|safetensors[/\\]|model_loader[/\\]weight"),
+    # Transformers' auto mappings have no entry for the checkpoint's model type (`KeyError: '<model_type>'` from
+    # CONFIG_MAPPING): the installed Transformers does not know this model, which the engine cannot then serve.
+    Family("model_type_unknown", C.UNSUPPORTED_CONFIG, 52, exception=r"(?:^|\.)KeyError$",
+           frames=r"transformers[/\\]models[/\\]auto[/\\](?:configuration|modeling)_auto\.py"),
     Family("tokenizer_code", C.TOKENIZER_OR_TEMPLATE_ERROR, 50,
            frames=r"tokenization_\w+\.py|tokenization_utils|jinja2[/\\]|tiktoken|sentencepiece[/\\]"
            r"|in (?:get_tokenizer|get_processor|apply_chat_template|_load_chat_template|load_chat_template"

@@ -333,3 +333,13 @@ def test_a_positive_kv_cache_budget_is_no_failure() -> None:
 )
 def test_ascends_collective_library_failing_is_the_distributed_runtime(line: str) -> None:
     assert _verdict([*TB, line]) == (C.NCCL_ERROR, line)
+
+
+def test_a_model_type_the_installed_transformers_does_not_map_is_an_unsupported_model() -> None:
+    site = "/usr/lib/python3.12/site-packages/transformers/models/auto/configuration_auto.py"
+    lines = ["Traceback (most recent call last):", f'  File "{site}", line 1360, in from_pretrained',
+             '    config_class = CONFIG_MAPPING[config_dict["model_type"]]',
+             f'  File "{site}", line 1048, in __getitem__', "    raise KeyError(key)", "KeyError: 'qwen9_moe'"]
+    assert _verdict(lines) == (C.UNSUPPORTED_CONFIG, lines[-1])
+    # The same KeyError raised elsewhere says nothing of the model's type.
+    assert _verdict([*TB, "KeyError: 'qwen9_moe'"])[0] is C.PYTHON_EXCEPTION_OTHER
