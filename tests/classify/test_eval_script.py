@@ -71,6 +71,9 @@ def test_floors_on_every_labelled_set() -> None:
     # indented lines, as pasted in the thread. Batch 32p added three fitting ones, also landed unseen by any rule: an
     # NVSHMEM init failure stated at INFO, a vLLM refusal quoted wrapped over two indented lines, and a Gaudi graph
     # compiler's '[error]' lines with no Python exception. The floor follows the data (9), it does not excuse them.
+    # Since then rules read two of those (the wrapped NotImplementedError, NVSHMEM at INFO) and the shared fixtures
+    # gained one (a readiness probe refused by a proxy); batch 32q, scored unseen, added one fitting one: a
+    # Kubernetes start whose last lines are vLLM's DEBUG 'Waiting for 1 local ... core engine proc(s) to start'. 9.
     assert figures["missed_failures"] <= 9, figures
 
 
