@@ -18,7 +18,7 @@ DISTRIBUTED_ROWS: tuple[Signature, ...] = (
     # NCCL's own errors. The watchdog's own notice that it saw `either an error or timeout` says which it was only in
     # the line that follows (`Timeout at NCCL work: N`, a collective operation timeout, an NCCL error).
     sig("nccl_error", C.NCCL_ERROR, 80,
-        r"[NR]CCL error|nccl(?:System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument|Remote)Error"
+        r"[NR]CCL [Ee]rror|nccl(?:System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument|Remote)Error"
         r"|DistBackendError|Watchdog caught collective operation timeout|\bTimeout at NCCL work\b"
         r"|ProcessGroupNCCL(?!.{0,120}either an error or timeout).{0,80}(?:[Ee]rror|timeout)",
         ("NCCL", "nccl", "RCCL", "DistBackendError", "Watchdog caught collective"), any_level=True,

@@ -137,6 +137,8 @@ def test_context_rows_need_their_traceback(sig: object) -> None:
         ),
         ("[2026-01-05 10:00:00 TP0] Prefill out of memory. Try to lower your batch size.", C.KV_CACHE_TOO_SMALL),
         ("RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)", C.NCCL_ERROR),
+        # torch/csrc/cuda/nccl.cpp's own check: `NCCL Error <code>: <ncclGetErrorString>`.
+        ("RuntimeError: NCCL Error 2: unhandled system error", C.NCCL_ERROR),
         ("torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:275, unhandled system error", C.NCCL_ERROR),
         (
             "torch.distributed.DistNetworkError: The client socket has timed out after 600s while trying to connect",
