@@ -57,9 +57,12 @@ CONFIG_ROWS: tuple[Signature, ...] = (
         ("Error", "error", "nvalid", "must", "should", "xceed", "than", "range", "cannot"),
         phase=P.ARG_PARSE, vocabulary=names_argument,
         example="ValueError: max_num_batched_tokens (4096) is smaller than max_model_len (32768)."),
+    # A value refused with the list of the accepted ones (`Must be one of [...]`, vLLM's `invalid tool call parser: x
+    # (chose from { ... })` for its tool-call and reasoning parsers, argparse's `(choose from ...)`).
     sig("not_a_choice", C.INVALID_ARGUMENT, 50,
-        r"(?i)\b(?:unknown|unsupported|invalid|unrecognized)\b.{0,80}\b(?:must|should) be one of\b",
-        ("ust be one of", "hould be one of"), phase=P.ARG_PARSE,
+        r"(?i)\b(?:unknown|unsupported|invalid|unrecognized)\b.{0,80}\b(?:must|should) be one of\b"
+        r"|(?i:\b(?:unknown|unsupported|invalid|unrecognized)\b.{0,120}\((?:choose|chose) from\b)",
+        ("ust be one of", "hould be one of", "hoose from", "hose from"), phase=P.ARG_PARSE,
         example="ValueError: Unknown quantization method: gptq. Must be one of ['awq', 'squeezellm']."),
     sig("negative_scheduler_limit", C.INVALID_ARGUMENT, 50,
         r"\b(?:max_num_\w+|max_model_len|max_\w+_len|\w+_batched_tokens)\b (?:is|was) (?:set to )?-\d",

@@ -41,6 +41,7 @@ _PYTHON_CALLER = {
     # Where Python code runs when a message comes from native code (the frame a traceback ends in).
     "pytorch/pytorch:torch/csrc/distributed": ("torch/distributed/distributed_c10d.py", "init_process_group"),
     "pytorch/pytorch:c10": ("torch/cuda/memory.py", "empty_cache"),
+    "pytorch/pytorch:torch/csrc/cuda": ("torch/cuda/nccl.py", "all_reduce"),
     "pytorch/pytorch:aten": ("torch/nn/functional.py", "linear"),
     "facebookincubator/gloo:": ("torch/distributed/distributed_c10d.py", "new_group"),
     "deepseek-ai/DeepGEMM:": ("deep_gemm/__init__.py", "fp8_gemm_nt"),
