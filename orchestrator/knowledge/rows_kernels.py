@@ -76,6 +76,13 @@ KERNEL_ROWS: tuple[Signature, ...] = (
     # table by `gfx` id): the library has nothing for this GPU, whatever code looked it up.
     sig("arch_key_missing", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 62, rf"^(?:[\w.]+\.)?KeyError: ['\"]{ARCH_ID}['\"]",
         "KeyError", example="KeyError: 'sm_121a'"),
+    # DeepGEMM's host code picks a recipe and a scale-factor layout by the GPU's major architecture (9, 10, later 12)
+    # and falls through to `DG_HOST_UNREACHABLE("Unknown recipe")` / `("Unknown SF transformation")` on any other: the
+    # library has no path for this GPU, whichever kernel asked.
+    sig("kernel_dispatch_fell_through", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 70,
+        r"Assertion error \([^()]*\): Unknown (?:recipe|SF transformation|kernel or architecture)\b",
+        ("Unknown recipe", "Unknown SF transformation", "Unknown kernel or architecture"),
+        example="RuntimeError: Assertion error (csrc/apis/../utils/layout.hpp:52): Unknown recipe"),
     sig("cuda_result_no_kernel_image", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 78,
         rf"{CUDA_RESULT}209{CUDA_CODE_END}|\bCUDA_ERROR_NO_BINARY_FOR_GPU\b",
         (*CUDA_RESULT_NEEDLES, "CUDA_ERROR_NO_BINARY_FOR_GPU"), any_level=True,

@@ -343,3 +343,20 @@ def test_a_model_type_the_installed_transformers_does_not_map_is_an_unsupported_
     assert _verdict(lines) == (C.UNSUPPORTED_CONFIG, lines[-1])
     # The same KeyError raised elsewhere says nothing of the model's type.
     assert _verdict([*TB, "KeyError: 'qwen9_moe'"])[0] is C.PYTHON_EXCEPTION_OTHER
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "tvm.error.InternalError: Assertion error (/deepgemm/csrc/apis/layout.hpp:59): Unknown SF transformation",
+        "RuntimeError: Assertion error (csrc/apis/../utils/layout.hpp:52): Unknown recipe",
+        "RuntimeError: Assertion error (csrc/apis/sparse.hpp:88): Unknown kernel or architecture",
+    ],
+)
+def test_a_kernel_librarys_per_architecture_dispatch_falling_through_is_the_architecture(line: str) -> None:
+    assert _verdict([*TB, line]) == (C.KERNEL_NOT_SUPPORTED_ON_ARCH, line)
+
+
+def test_the_same_librarys_other_unreachable_branches_are_no_architecture() -> None:
+    line = "RuntimeError: Assertion error (csrc/jit_kernels/heuristics/common.hpp:40): Unknown dtype"
+    assert _verdict([*TB, line])[0] is not C.KERNEL_NOT_SUPPORTED_ON_ARCH
