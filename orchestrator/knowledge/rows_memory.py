@@ -31,9 +31,11 @@ MEMORY_ROWS: tuple[Signature, ...] = (
         any_level=True, example="Cuda failure 'out of memory'"),
     sig("out_of_memory", C.CUDA_OOM, 55, r"(?i)\bout of memory\b", ("out of memory", "Out of memory", "OUT OF MEMORY"),
         example="RuntimeError: out of memory"),
-    # NCCL's allocation of device memory failing (`Failed to CUDA malloc 1073741824 bytes`): the GPU is out of memory.
-    sig("nccl_device_alloc_failed", C.CUDA_OOM, 81, r"NCCL WARN .{0,80}Failed to CUDA (?:malloc|calloc)", "NCCL WARN",
-        any_level=True,
+    # NCCL's allocation of device memory failing (`Failed to CUDA malloc 1073741824 bytes`): the GPU is out of memory,
+    # in NCCL's `WARN` line or as the `Last error:` that PyTorch's NCCL error quotes on its own line.
+    sig("nccl_device_alloc_failed", C.CUDA_OOM, 81,
+        r"NCCL WARN .{0,80}Failed to CUDA (?:malloc|calloc)|^Failed to CUDA (?:malloc|calloc) \d+ bytes",
+        ("NCCL WARN", "Failed to CUDA"), any_level=True,
         example="node1:1234:5678 [0] include/alloc.h:120 NCCL WARN Failed to CUDA malloc 1073741824 bytes"),
     sig("cuda_result_out_of_memory", C.CUDA_OOM, 78, rf"{CUDA_RESULT}2{CUDA_CODE_END}|\bCUDA_ERROR_OUT_OF_MEMORY\b",
         (*CUDA_RESULT_NEEDLES, "CUDA_ERROR_OUT_OF_MEMORY"), any_level=True,

@@ -322,10 +322,11 @@ def test_a_checkpoint_that_cannot_be_had(line: str, category: Category) -> None:
     assert classify(extract_evidence([line])).category is category
 
 
-def test_the_cuda_failure_behind_an_nccl_error_is_its_cause() -> None:
+@pytest.mark.parametrize("last", ["Cuda failure 'out of memory'", "Failed to CUDA malloc 134217728 bytes"])
+def test_the_cuda_failure_behind_an_nccl_error_is_its_cause(last: str) -> None:
     lines = [*TB, "torch.distributed.DistBackendError: NCCL error in: ../NCCLUtils.hpp:275, unhandled cuda error (run "
              "with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
-             "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:", "Cuda failure 'out of memory'"]
+             "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:", last]
     verdict = classify(extract_evidence(lines))
     assert (verdict.category, verdict.root_cause_line) == (C.CUDA_OOM, lines[-1])
 
