@@ -19,10 +19,17 @@ DISTRIBUTED_ROWS: tuple[Signature, ...] = (
     # the line that follows (`Timeout at NCCL work: N`, a collective operation timeout, an NCCL error).
     sig("nccl_error", C.NCCL_ERROR, 80,
         r"[NR]CCL [Ee]rror|nccl(?:System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument|Remote)Error"
-        r"|DistBackendError|Watchdog caught collective operation timeout|\bTimeout at NCCL work\b"
-        r"|ProcessGroupNCCL(?!.{0,120}either an error or timeout).{0,80}(?:[Ee]rror|timeout)",
+        r"|DistBackendError|Watchdog caught collective operation timeout|\bTimeout at NCCL work\b",
         ("NCCL", "nccl", "RCCL", "DistBackendError", "Watchdog caught collective"), any_level=True,
         example="RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"),
+    # ProcessGroupNCCL's own report of an error its watchdog or a collective met (`NCCL watchdog thread terminated with
+    # exception: CUDA error: ...`): a statement of the distributed runtime, below the cause it quotes when that cause
+    # has a row of its own (an illegal access, a capture violation, out of memory), above a bare CUDA error.
+    sig("process_group_nccl_report", C.NCCL_ERROR, 67,
+        r"ProcessGroupNCCL(?!.{0,120}either an error or timeout).{0,80}(?:[Ee]rror|timeout)", "ProcessGroupNCCL",
+        any_level=True,
+        example="[E ProcessGroupNCCL.cpp:915] [Rank 0] NCCL watchdog thread terminated with exception: CUDA error: "
+        "unspecified launch failure"),
     # NCCL's shared-memory transport cannot create its segment (`/dev/shm` too small, as in a container's 64 MB
     # default): the line NCCL gives as its "Last error", more specific than the wrapper that reports it.
     sig("nccl_shm_segment", C.NCCL_ERROR, 82,

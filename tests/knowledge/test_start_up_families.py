@@ -360,3 +360,22 @@ def test_a_kernel_librarys_per_architecture_dispatch_falling_through_is_the_arch
 def test_the_same_librarys_other_unreachable_branches_are_no_architecture() -> None:
     line = "RuntimeError: Assertion error (csrc/jit_kernels/heuristics/common.hpp:40): Unknown dtype"
     assert _verdict([*TB, line])[0] is not C.KERNEL_NOT_SUPPORTED_ON_ARCH
+
+
+_WATCHDOG = "[E ProcessGroupNCCL.cpp:1536] [PG 0 Rank 2] NCCL watchdog thread terminated with exception: CUDA error: "
+
+
+@pytest.mark.parametrize(
+    ("cause", "category"),
+    [
+        # The watchdog reports what the collective's stream met: a cause with a row of its own decides ...
+        ("an illegal memory access was encountered", C.ILLEGAL_MEMORY_ACCESS),
+        ("operation not permitted when stream is capturing", C.CUDA_GRAPH_CAPTURE_FAILED),
+        ("out of memory", C.CUDA_OOM),
+        # ... and a CUDA error that names none stays the distributed runtime's report.
+        ("unspecified launch failure", C.NCCL_ERROR),
+    ],
+)
+def test_the_nccl_watchdog_reporting_a_cuda_error_yields_to_the_error_it_quotes(cause: str, category: Category) -> None:
+    line = _WATCHDOG + cause
+    assert _verdict([line, "Fatal Python error: Aborted"]) == (category, line)
