@@ -39,10 +39,14 @@ DISTRIBUTED_ROWS: tuple[Signature, ...] = (
     # A CUDA call that failed inside a collective's own kernel (vLLM's and SGLang's custom all-reduce print
     # `Failed: Cuda error <file>:<line> '<reason>'`, with no level): the distributed runtime failed, at any level. A
     # reason that names a cause of its own (out of memory, an illegal access) is told by those rows, which rank higher.
+    # The same check raised as an exception whose message is the CUDA error's string and the kernel's source line
+    # (`RuntimeError: invalid argument` then `.../custom_all_reduce.cuh:350`, read as one message).
     sig("collective_cuda_error", C.NCCL_ERROR, 74,
-        r"(?i:cuda (?:error|failure)) \S*(?i:all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|nccl|collective)"
+        r"(?:(?i:cuda (?:error|failure)) |^(?:[\w.]+\.)?[A-Z]\w*Error: [^:]{1,80}? )"
+        r"\S*(?i:all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|nccl|collective)\S*\.(?:cuh?|cc|cpp|hpp|h):\d+"
+        r"|(?i:cuda (?:error|failure)) \S*(?i:all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|nccl|collective)"
         r"\S*:\d+",
-        ("uda error", "uda failure", "UDA error"), any_level=True,
+        ("uda error", "uda failure", "UDA error", "Error: "), any_level=True,
         example="Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:455 'invalid argument'"),
     # torch.distributed's network error by its type, and its store or rendezvous stating a `timeout` (failures in other
     # words are vocabulary.DISTRIBUTED's, read by distributed_failure).

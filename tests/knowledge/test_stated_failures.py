@@ -39,6 +39,9 @@ TB = ['Traceback (most recent call last):', '  File "/app/x.py", line 3, in main
         (["Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:455 'invalid argument'",
           "(EngineCore pid=9) ERROR 09-10 09:37:41 [multiproc_executor.py:314] Worker proc VllmWorker-0 died "
           "unexpectedly (exit code: None), shutting down executor."], C.NCCL_ERROR, 0),
+        # The same check raised as an exception (CHECK_CUDA_SUCCESS: the CUDA error's string, then file:line below).
+        (["RuntimeError: invalid resource handle", "/workspace/csrc/allreduce/custom_all_reduce.cuh:412"],
+         C.NCCL_ERROR, 0),
         # ... while the reason it names still decides when it names one.
         (["Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'an illegal memory access was encountered'"],
          C.ILLEGAL_MEMORY_ACCESS, 0),
