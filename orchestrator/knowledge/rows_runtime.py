@@ -142,10 +142,13 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
     sig("warmup_status", C.WARMUP_REQUEST_FAILED, 62, r"res=<Response \[(?:[1-35]\d\d|4\d\d)\]>",
         "res=<Response", phase=P.WARMUP, example="AssertionError: res=<Response [403]>, res.text='Forbidden'"),
     # python_exception_other: any Python exception, and Python's own errors quoted without their type.
+    # Any Python exception: a class named as one, or any class of a package's exceptions module, whatever its name
+    # (`torch._dynamo.exc.Unsupported`, `triton.runtime.errors.OutOfResources`, `ray.exceptions.ActorDiedError`).
     sig("python_exception", C.PYTHON_EXCEPTION_OTHER, 20,
         r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)\b"
-        r"|^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Failed|Failure|Fault)(?::|\s*$)",
-        ("Error", "Exception", "Failed", "Failure", "Fault"),
+        r"|^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Failed|Failure|Fault)(?::|\s*$)"
+        r"|^(?:[a-z_]\w*\.)+(?:exc|exceptions?|errors?)\.[A-Z]\w*(?::|\s*$)",
+        ("Error", "Exception", "Failed", "Failure", "Fault", ".exc.", ".exceptions.", ".errors.", ".error."),
         example="AttributeError: 'NoneType' object has no attribute 'shape'"),
     # A failure stated in words, with no exception: a C++/CUDA assertion, `RuntimeError`-less fatal messages.
     sig("assertion_failed", C.PYTHON_EXCEPTION_OTHER, 22,

@@ -69,6 +69,9 @@ C = Category
         (["  /tmp/build/kernel.cu(95): error: identifier \"foo\" is undefined"], C.KERNEL_JIT_ERROR),
         (["The actor or task with ID ffff cannot be scheduled right now. It requires {GPU: 1.0} for placement, but "
           "this node only has remaining {CPU: 8.0}."], C.HANG_OR_TIMEOUT),
+        # A class of a package's exceptions module is an exception whatever its name.
+        (["torch._dynamo.exc.Unsupported: Attempted to call function marked as skipped"], C.PYTHON_EXCEPTION_OTHER),
+        (["ray.exceptions.RayTaskError(KeyError): ray::Worker.run() (pid=7, ip=10.0.0.2)"], C.PYTHON_EXCEPTION_OTHER),
     ],
 )
 def test_a_runtime_statement_names_its_family(lines: list[str], category: Category) -> None:
@@ -90,6 +93,7 @@ def test_a_runtime_statement_names_its_family(lines: list[str], category: Catego
         "WARNING 01-01 10:00:00 scheduler.py:1] Sequence group 3 is preempted by PreemptionMode.RECOMPUTE mode because "
         "there is not enough KV cache space.",
         "INFO 01-01 10:00:00 [x.py:1] No chat template given; using the tokenizer's own",
+        "vllm.errors.handlers: 3 handlers installed",  # a module of that name, no class
     ],
 )
 def test_lookalikes_that_state_nothing_are_no_failure(line: str) -> None:
