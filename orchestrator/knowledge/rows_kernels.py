@@ -62,9 +62,14 @@ KERNEL_ROWS: tuple[Signature, ...] = (
     # its cause in the architecture's words (`type fp8e4nv not supported in this architecture` under Triton's
     # `CompilationError: at 1:0:`), and that line is the root (taxonomy.md lets either category stand). A compiler
     # that does not know the target (`nvcc fatal : Unsupported gpu architecture 'compute_120a'`, a toolchain older
-    # than the GPU) is no refusal of the architecture: that line stays part of the failed build.
+    # than the GPU) is no refusal of the architecture: that line stays part of the failed build. Nor is a library that
+    # could not find out the capability (FlashInfer's warning `Failed to get device capability: <why>`): it goes on with
+    # a default, and what fails later says so itself.
     sig("arch_refusal", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 76,
-        rf"^(?!.*\b(?:nvcc|ptxas) fatal\b).*?(?:{ARCH_REFUSAL.pattern})",
+        rf"^(?!.*\b(?:nvcc|ptxas) fatal\b)"
+        r"(?!.*\b(?i:failed to|could not|couldn't|unable to) (?:get|query|detect|determine|read) (?:the )?"
+        r"(?i:device|compute|cuda|gpu) capabilit)"
+        rf".*?(?:{ARCH_REFUSAL.pattern})",
         ("support", "Support", "SUPPORT", "requir", "Requir", "only", "Only", "implement", "compiled", "built", "need",
          "backend", "efus",
          "available", "kernel", "inimum", "nknown", "nrecogni", "must", "ispatch", "peciali"),
