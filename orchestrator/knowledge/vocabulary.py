@@ -183,6 +183,17 @@ PACKAGE_ABSENT = re.compile(
 )
 """A message that says a package is absent and how to install it: the import (or the wheel) is what failed."""
 
+_CAUGHT_IMPORT = re.compile(r"\b[Ff]ailed to import (?:from )?[\w.]+ with [\w.]+\(")
+"""vLLM's and SGLang's notice of an optional import they caught (`Failed to import amdsmi with ModuleNotFoundError("No
+module named 'amdsmi'")`, logged as a warning that SGLang's log format shows without its level): the server goes on
+without the module. (A compiled extension that is there but does not load is extension_load_failed's, at any level.)"""
+
+
+def reports_no_caught_import(message: str) -> bool:
+    """Whether a message is not the notice of an optional import that was caught and logged."""
+    return _CAUGHT_IMPORT.search(message) is None
+
+
 _CARRIES_ON = re.compile(
     r"(?i)[;,.:)]\s*(?:(?:so|we|it|this|will)\s+){0,2}(?:using|use|defaulting|default(?:s)? to|falling back|fall back"
     r"|setting|set to|disabling|disabled|skipping|skipped|reducing|reduced|assuming|ignoring|ignored|continuing"

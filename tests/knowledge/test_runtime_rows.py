@@ -69,6 +69,9 @@ C = Category
         (["  /tmp/build/kernel.cu(95): error: identifier \"foo\" is undefined"], C.KERNEL_JIT_ERROR),
         (["The actor or task with ID ffff cannot be scheduled right now. It requires {GPU: 1.0} for placement, but "
           "this node only has remaining {CPU: 8.0}."], C.HANG_OR_TIMEOUT),
+        # A compiled extension that is there but does not load stays a failure, caught or not.
+        (["WARNING 01-05 10:00:06 [_custom_ops.py:20] Failed to import from vllm._C with ImportError(\"/x/vllm/_C.abi3"
+          ".so: undefined symbol: _ZN3c104cuda9SetDeviceEi\")"], C.IMPORT_ERROR),
         # A class of a package's exceptions module is an exception whatever its name.
         (["torch._dynamo.exc.Unsupported: Attempted to call function marked as skipped"], C.PYTHON_EXCEPTION_OTHER),
         (["ray.exceptions.RayTaskError(KeyError): ray::Worker.run() (pid=7, ip=10.0.0.2)"], C.PYTHON_EXCEPTION_OTHER),
@@ -97,6 +100,10 @@ def test_a_runtime_statement_names_its_family(lines: list[str], category: Catego
         # A library that could not find out the GPU's capability goes on with a default (FlashInfer's warning).
         "Failed to get device capability: SM 12.x requires CUDA >= 12.9.",
         "Failed to get device capability: nvcc not found and PyTorch is not built with CUDA support.",
+        # An optional import the server caught and logged (SGLang shows its warnings without a level).
+        "[2026-01-05 10:00:06 TP3] Failed to import amdsmi with ModuleNotFoundError(\"No module named 'amdsmi'\")",
+        "WARNING 01-05 10:00:06 [_custom_ops.py:20] Failed to import from vllm._moe_C with ModuleNotFoundError(\"No "
+        "module named 'vllm._moe_C'\")",
     ],
 )
 def test_lookalikes_that_state_nothing_are_no_failure(line: str) -> None:
