@@ -24,11 +24,9 @@ from orchestrator.config.model import HostConfig
 from orchestrator.errors import LaunchError
 from orchestrator.host import facts
 from orchestrator.host.installs import SIM_BIN as SIM_BIN
-from orchestrator.host.installs import absolute_scenario as absolute_scenario
 from orchestrator.host.installs import host_installs
 from orchestrator.host.launcher import Launch, Launcher
 from orchestrator.host.placement import GpuReading, LocalGpus, Placement
-from orchestrator.host.ports import PORT_SPACING as PORT_SPACING
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help
 from orchestrator.probe.client import ProbeClient
@@ -38,8 +36,6 @@ from orchestrator.transport.shell import quote
 from orchestrator.transport.ssh_target import SshTarget
 
 T = TypeVar("T")
-
-
 
 _GRAMMARS: dict[tuple[str, str | None, tuple[str, ...]], FlagGrammar] = {}
 """Grammars read this process, per host, install and launcher: `--help` of a real install takes seconds."""

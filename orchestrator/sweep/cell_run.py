@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from orchestrator.classify.unlaunched import infra_verdict
@@ -24,7 +24,7 @@ from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Verdict
 from orchestrator.planning.cells import CellPlan, flag_secrets, launch_argv
-from orchestrator.secret import MASK
+from orchestrator.secret import MASK, SecretRef
 from orchestrator.store.records import RunRecord, new_run_id
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.execute import RunSettings, execute_run
@@ -51,23 +51,26 @@ class AttemptResult:
 
 
 def launch_env(
-    host: HostConfig, matrix_env: Matrix | None, install: str | None, environ: Mapping[str, str] = os.environ
-) -> tuple[dict[str, str], dict[str, str]]:
-    """(plain, secret) environment of a launch: host < install < matrix, secrets read now.
+    host: HostConfig, matrix_env: Matrix | None, install: str | None, flags: Iterable[object] = (),
+    environ: Mapping[str, str] = os.environ,
+) -> tuple[dict[str, str], dict[str, str]]:  # fmt: skip
+    """(plain, secret) environment of a launch, secrets read now: host < install < matrix, and the values of the
+    secret flags among `flags` (its command line, or a re-attached launch's cell flags).
 
-    The one place a launch's secrets are decided: a new launch, a re-attached one and a repro all ask it.
+    The one place a launch's secrets are decided: a new launch and a re-attached one ask it, so both mask the same.
     """
     # Through hosts.yaml's own lines: an unset secret variable is named with the file and line that reads it.
-    return resolve_host_env(host, {**host.env_for(install), **(matrix_env.env if matrix_env else {})}, environ)
+    env = {**host.env_for(install), **(matrix_env.env if matrix_env else {})}
+    plain, secrets = resolve_host_env(host, env, environ)
+    return plain, secrets | flag_secrets([f for f in flags if isinstance(f, SecretRef)], environ)
 
 
 def build_spec(
     session: HostSession, plan: CellPlan, slot: Slot, run_id: str, matrix: Matrix | None
 ) -> tuple[LaunchSpec, dict[str, str]]:
     """The launch spec of an attempt and the secrets it needs (kept apart: never stored)."""
-    plain, secrets = launch_env(session.config, matrix, plan.cell.install)
     argv = launch_argv(session.launcher_words(plan.cell.install), plan, slot.port)
-    secrets |= flag_secrets(argv, os.environ)
+    plain, secrets = launch_env(session.config, matrix, plan.cell.install, argv)
     env = {**session.base_env, **plain}
     env.update(session.placement.visible_devices(slot.gpus))
     spec = LaunchSpec(
@@ -84,23 +87,21 @@ def build_spec(
     return spec, secrets
 
 
-def record_unlaunched(store: Store, sweep_id: str, host: str, cell: Cell, verdict: Verdict) -> str:
-    """Record a verdict reached without a launch (invalid, skipped, GPUs held): one finished run row."""
+def record_unlaunched(
+    store: Store, sweep_id: str, host: str, cell: Cell, verdict: Verdict,
+    on_result: Callable[[AttemptResult], None] | None = None,
+) -> None:  # fmt: skip
+    """Record a verdict reached without a launch (invalid, skipped, GPUs held): one finished run row, reported to
+    `on_result` as an attempt that held no GPU."""
     run_id = new_run_id()
     now = time.time()
-    store.create_run(
-        RunRecord(
-            run_id=run_id,
-            sweep_id=sweep_id,
-            cell_id=cell.cell_id,
-            attempt=store.next_attempt(sweep_id, cell.cell_id),
-            host=host,
-            started_at=now,
-            install=cell.install,
-        )
-    )
+    store.create_run(RunRecord(
+        run_id=run_id, sweep_id=sweep_id, cell_id=cell.cell_id, attempt=store.next_attempt(sweep_id, cell.cell_id),
+        host=host, started_at=now, install=cell.install,
+    ))  # fmt: skip
     store.finish_run(run_id, outcome=None, evidence=None, verdict=verdict, timings={}, ended_at=now)
-    return run_id
+    if on_result is not None:
+        on_result(AttemptResult(cell, run_id, verdict, Slot((), 0), True))
 
 
 def run_attempt(
@@ -204,7 +205,7 @@ def watch_attempt(
         return AttemptResult(cell, run_id, verdict, slot, False)
     ran = report.launch
     began = time.monotonic()
-    if ran is not None and ran.job_id is not None:
+    if ran.job_id is not None:
         store.set_placement(run_id, node=ran.node, port=ran.spec.port, gpus=ran.spec.gpus)
         slot = Slot(ran.spec.gpus, ran.spec.port)
     report.timings["store_s"] = round(stored_s + time.monotonic() - began, 4)

@@ -33,12 +33,7 @@ from orchestrator.sweep.lanes import Lane, Member, each, join_hosts, laned
 from orchestrator.sweep.options import SweepHooks, SweepOptions, SweepOutcome, check_launch_secrets, sweep_settings
 from orchestrator.sweep.plan_steps import adaptive_budget, proofs_for
 from orchestrator.sweep.preflight import Preflight, run_preflight
-from orchestrator.sweep.recover import (
-    finished_runs,
-    jobs_left,
-    our_pgids,
-    record_invalid,
-)
+from orchestrator.sweep.recover import finished_runs, jobs_left, our_pgids, record_invalid
 from orchestrator.sweep.scheduler import EventSink
 from orchestrator.sweep.stages import finish, refuse_changed_install, rejoin, run
 from orchestrator.transport import HostBreaker
@@ -280,12 +275,4 @@ def _record(
     )  # fmt: skip
 
 
-__all__ = [
-    "EventSink",
-    "SweepHooks",
-    "SweepInterrupted",
-    "SweepOptions",
-    "SweepOutcome",
-    "check_launch_secrets",
-    "run_sweep",
-]
+__all__ = ["EventSink", "SweepHooks", "SweepOptions", "run_sweep"]  # what the commands and tests import from here

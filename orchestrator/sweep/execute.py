@@ -55,11 +55,10 @@ class RunReport:
     evidence: Evidence
     verdict: Verdict
     timings: dict[str, float]
-    pgid: int | None
+    launch: Launch
+    """The launch as it ran (a batch job's node, port and GPUs are known only once it runs)."""
     gpus_released: bool = True
     leftover_holders: list[GpuHolder] = field(default_factory=list)
-    launch: Launch | None = None
-    """The launch as it ran (a batch job's node, port and GPUs are known only once it runs)."""
 
 
 def execute_run(
@@ -155,7 +154,7 @@ def execute_run(
         released, leftovers = False, []
     marks.mark("gpu_free_s")
     live.timings["total"] = round(time.monotonic() - started, 3)
-    return RunReport(outcome, evidence, verdict, live.timings, launch.pgid, released, leftovers, launch)
+    return RunReport(outcome, evidence, verdict, live.timings, launch, released, leftovers)
 
 
 class _Marks:

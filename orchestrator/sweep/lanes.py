@@ -28,7 +28,7 @@ from orchestrator.matrix.expand import cell_id
 from orchestrator.model import Cell
 from orchestrator.planning.cells import CellPlan
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched
+from orchestrator.sweep.cell_run import AttemptResult, record_unlaunched
 from orchestrator.sweep.connect import open_host
 from orchestrator.sweep.hostdown import Announce, HostWatch
 from orchestrator.sweep.preflight import Preflight, run_preflight
@@ -220,9 +220,7 @@ def run_lanes(run: LaneRun, lanes: Sequence[Lane]) -> bool:
                 verdict = gpus_unavailable_verdict(
                     f"not launched: needs {job.plan.cell.tp_size} GPUs, and no host of the pool has that many usable"
                 )
-            run_id = record_unlaunched(run.store, run.sweep_id, host, job.plan.cell, verdict)
-            if run.on_result is not None:
-                run.on_result(AttemptResult(job.plan.cell, run_id, verdict, Slot((), 0), True))
+            record_unlaunched(run.store, run.sweep_id, host, job.plan.cell, verdict, run.on_result)
     return any(m.stopped for lane in lanes for m in lane.members)
 
 

@@ -106,7 +106,7 @@ def check_launch_secrets(
     for host in hosts:
         for install in sorted({c.install for c in cells}, key=lambda i: i or ""):
             try:
-                launch_env(host, matrix, install, environ)
+                launch_env(host, matrix, install, environ=environ)
             except ConfigErrors as exc:
                 problems += [e for e in exc.errors if str(e) not in map(str, problems)]
     try:

@@ -18,7 +18,7 @@ from orchestrator.planning.strategy import LaunchCost, axis_values, default_budg
 from orchestrator.settings import Deadlines, LoadSettings
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.adaptive import Space, localise_rounds
-from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched
+from orchestrator.sweep.cell_run import AttemptResult, record_unlaunched
 from orchestrator.sweep.costing import host_estimate
 from orchestrator.sweep.preflight import Preflight
 from orchestrator.sweep.scheduler import Job
@@ -79,9 +79,7 @@ class Launcher:
         proven = proof.past.run.verdict
         assert proven is not None  # a proof is made of a verdict
         verdict = known_bad_verdict(proof.reason, proven)
-        run_id = record_unlaunched(self.store, self.sweep_id, self.host, cell, verdict)
-        if self.on_result:
-            self.on_result(AttemptResult(cell, run_id, verdict, Slot((), 0), True))
+        record_unlaunched(self.store, self.sweep_id, self.host, cell, verdict, self.on_result)
 
 
 def adapt(

@@ -8,16 +8,15 @@ end any group of ours that outlived its run, and never launch a cell twice.
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from orchestrator.config.model import Matrix
 from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status
-from orchestrator.planning.cells import CellPlan, flag_secrets
+from orchestrator.planning.cells import CellPlan
 from orchestrator.retries import retries_owed
 from orchestrator.secret import SecretRef
 from orchestrator.settings import RetryPolicy
@@ -80,15 +79,13 @@ def settle_in_flight(
                     run.run_id, run_dir=launch.spec.run_dir, pgid=launch.pgid or None, port=launch.spec.port or None,
                     gpus=launch.spec.gpus, job_id=launch.job_id,
                 )  # fmt: skip
-            launch.api_key = cell_api_key(cells[run.cell_id], os.environ)
             # Its ready time counts from its launch, not from this re-attach (the store's clock is the wall's).
             launch.started_at = time.monotonic() - max(0.0, time.time() - run.started_at)
             # The same secrets its launch had (host, install and matrix environment, secret flags), masked alike.
-            env_secrets = launch_env(session.config, matrix, run.install)[1]
-            flag_values = flag_secrets(
-                [v for v in cells[run.cell_id].flags.values() if isinstance(v, SecretRef)], os.environ
-            )
-            launch.secret_values = tuple(dict.fromkeys((*env_secrets.values(), *flag_values.values())))
+            secrets = launch_env(session.config, matrix, run.install, cells[run.cell_id].flags.values())[1]
+            api_key = cells[run.cell_id].flags.get("api-key")
+            launch.api_key = secrets.get(api_key.name) if isinstance(api_key, SecretRef) else None
+            launch.secret_values = tuple(dict.fromkeys(secrets.values()))
             alive_ones.append((cells[run.cell_id], run.run_id, launch))
             continue
         if launch is not None:
@@ -130,12 +127,6 @@ def recover_spec(run: RunRecord) -> LaunchSpec:
         run_dir=run.run_dir or "",
         install=run.install,
     )
-
-
-def cell_api_key(cell: Cell, environ: Mapping[str, str]) -> str | None:
-    """The `--api-key` a re-attached launch of this cell demands, read again from its variable (if set)."""
-    ref = cell.flags.get("api-key")
-    return ref.resolve(environ) if isinstance(ref, SecretRef) else None
 
 
 def our_pgids(store: Store, sweep_id: str, host: str | None = None) -> set[int]:

@@ -307,9 +307,7 @@ class Scheduler:
             self._record_unlaunched(job, verdict)
 
     def _record_unlaunched(self, job: Job, verdict: Verdict) -> None:
-        run_id = record_unlaunched(self.store, self.sweep_id, self.main.config.name, job.plan.cell, verdict)
-        if self.on_result:
-            self.on_result(AttemptResult(job.plan.cell, run_id, verdict, Slot((), 0), True))
+        record_unlaunched(self.store, self.sweep_id, self.main.config.name, job.plan.cell, verdict, self.on_result)
 
 
 def _claim(pending: deque[Job], job: Job) -> bool:

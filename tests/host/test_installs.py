@@ -10,7 +10,8 @@ import pytest
 
 from orchestrator.analysis.compare import compare, split_by_install
 from orchestrator.config.model import HostConfig, InstallConfig
-from orchestrator.host.session import HostSession, absolute_scenario
+from orchestrator.host.installs import absolute_scenario
+from orchestrator.host.session import HostSession
 from orchestrator.store import Store
 from orchestrator.transport.local import LocalTransport
 from tests.analysis.test_compare import AXES_0523, _all_pass

@@ -25,7 +25,7 @@ import yaml
 
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import HostConfig, effective_deadlines
-from orchestrator.host.session import PORT_SPACING
+from orchestrator.host.ports import PORT_SPACING
 from orchestrator.model import Status
 from orchestrator.sim import gpu_state
 from orchestrator.store.records import RunRecord
