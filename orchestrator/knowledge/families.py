@@ -88,9 +88,10 @@ FAMILIES: tuple[Family, ...] = (
     # Where it was raised.
     Family("args_code", C.INVALID_ARGUMENT, 45, exception=_BAD_INPUT,
            frames=ARGS_FRAMES),
+    # (FusedMoE's loader writes each expert's w13/w2 shard in `_load_w13`/`_load_w2`, in vLLM and SGLang alike.)
     Family("weights_code", C.WEIGHTS_LOAD_ERROR, 50,
            frames=r"in (?:load_weights\w*|_load_weights\w*|weight_loader\w*|_weight_loader\w*|load_state_dict"
-           r"|_load_module|load_checkpoint\w*|_load_\w*weight\w*|\w*weights_iterator|_prepare_weights"
+           r"|_load_w(?:13|2)|_load_module|load_checkpoint\w*|_load_\w*weight\w*|\w*weights_iterator|_prepare_weights"
            r"|download_weights\w*|load_sharded\w*)$|weight_utils\.py|safetensors[/\\]|model_loader[/\\]weight"),
     # Transformers' auto mappings have no entry for the checkpoint's model type (`KeyError: '<model_type>'` from
     # CONFIG_MAPPING): the installed Transformers does not know this model, which the engine cannot then serve.

@@ -379,3 +379,11 @@ _WATCHDOG = "[E ProcessGroupNCCL.cpp:1536] [PG 0 Rank 2] NCCL watchdog thread te
 def test_the_nccl_watchdog_reporting_a_cuda_error_yields_to_the_error_it_quotes(cause: str, category: Category) -> None:
     line = _WATCHDOG + cause
     assert _verdict([line, "Fatal Python error: Aborted"]) == (category, line)
+
+
+@pytest.mark.parametrize("function", ["_load_w13", "_load_w2"])
+def test_a_shape_error_in_the_moe_weight_loader_is_the_checkpoint_not_fitting(function: str) -> None:
+    lines = [*TB, '  File "/site/vllm/model_executor/layers/fused_moe/layer.py", line 540, in ' + function,
+             "    loaded_weight = loaded_weight.narrow(shard_dim, shard_size * tp_rank, shard_size)",
+             "RuntimeError: start (512) + length (512) exceeds dimension size (768)."]
+    assert _verdict(lines) == (C.WEIGHTS_LOAD_ERROR, lines[-1])
