@@ -1,6 +1,6 @@
 """Measure whether a learned category helps where the rules fall to a catch-all (issue 32).
 
-Usage: scripts/eval-learned [DIR ...] [--learners nb,logreg,knn] [--then] [--inner now|then|both] [--fixed P]
+Usage: scripts/eval-learned [DIR ...] [--learners nb,logreg,knn,...] [--then] [--inner now|then|both] [--fixed P]
        [--no-source-messages] [--show-changes] [--json]
 
 Every labelled log is classified once by the rules (the same path as `classify --json`). A model trained on
@@ -77,6 +77,8 @@ class Log:
     expected: str = ""
     candidates: frozenset[str] = frozenset()
     """The categories of every candidate line the rules found (what a re-ranking could choose from)."""
+    root: str | None = None
+    """The verdict's root-cause line."""
 
     def right(self, category: str) -> bool:
         return category == self.label or category in self.also_ok
@@ -128,7 +130,7 @@ def collect(folders: list[Path]) -> list[Log]:
                 tuple(label.get("also_ok") or ()), verdict.category.value, verdict.status is not Status.PASS,
                 root_ok, _words_of(evidence, verdict.root_cause_line) if verdict.status is not Status.PASS
                 else frozenset(), _words_of(evidence, labelled_line or None), str(path.parent / f"{label['id']}.log"),
-                expected, frozenset(c.category.value for c in candidates(evidence)),
+                expected, frozenset(c.category.value for c in candidates(evidence)), verdict.root_cause_line,
             ))
     return out
 
@@ -176,7 +178,7 @@ def rules_then(logs: list[Log]) -> list[Log]:
             evidence = read_evidence(Path(log.path))
             root_ok = (bool(log.expected) and log.expected in (root or "")) if log.expected or log.label != "healthy" \
                 else got == "healthy"
-            out.append(replace(log, got=got, failing=failing, root_ok=root_ok, candidates=frozenset(found),
+            out.append(replace(log, got=got, failing=failing, root_ok=root_ok, candidates=frozenset(found), root=root,
                                words=_words_of(evidence, root) if failing else frozenset()))
     return out
 
@@ -349,7 +351,8 @@ def table(name: str, result: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Measure a learned category for the rules' catch-all verdicts.")
     parser.add_argument("dirs", nargs="*", type=Path, help="labelled log folders (default: every labelled set)")
-    parser.add_argument("--learners", default="nb,nb0.1,logreg,knn,knn3", help="comma-separated: " + ",".join(LEARNERS))
+    parser.add_argument("--learners", default="nb,nb0.1,knn,knn3,nb&knn",
+                        help="comma-separated, of: " + ",".join(LEARNERS) + " (logreg takes ~15 min with --then)")
     parser.add_argument("--no-source-messages", action="store_true", help="train on the labelled logs only")
     parser.add_argument("--fixed", type=float, default=None, help="use this confidence instead of choosing one")
     parser.add_argument("--show-changes", action="store_true", help="list each category the model changed")

@@ -83,6 +83,17 @@ def knn(examples: list[Example], k: int = 1) -> Predictor:
     return predict
 
 
+def agreeing(examples: list[Example]) -> Predictor:
+    """Naive Bayes where the nearest labelled example agrees with it, else no answer: two views of the words."""
+    bayes, nearest = naive_bayes(examples), knn(examples)
+
+    def predict(ws: frozenset[str]) -> tuple[str, float]:
+        cat, conf = bayes(ws)
+        return (cat, conf) if nearest(ws)[0] == cat else ("unknown", 0.0)
+
+    return predict
+
+
 def abstain(ws: frozenset[str]) -> tuple[str, float]:
     """The predictor of no examples: it never answers."""
     return "unknown", 0.0
@@ -107,4 +118,5 @@ LEARNERS: dict[str, Callable[[list[Example]], Predictor]] = {
     "logreg": logistic,
     "knn": knn,
     "knn3": lambda ex: knn(ex, 3),
+    "nb&knn": agreeing,
 }

@@ -121,3 +121,16 @@ def test_the_threshold_is_chosen_on_the_training_batches_and_keeps_the_rules_whe
     assert script.main([*map(str, folders), "--learners", "nb", "--no-source-messages", "--json",
                         "--fixed", "0"]) == 0
     assert json.loads(capsys.readouterr().out)["nb"]["32x"]["changed"]
+
+
+def test_every_learner_names_the_category_whose_examples_share_the_words() -> None:
+    learners = _script("learners")
+    oom = [(frozenset({"type:outofmemoryerror", "cuda", "memory", "allocate", f"gib{i}"}), "cuda_oom")
+           for i in range(4)]
+    nccl = [(frozenset({"type:distbackenderror", "nccl", "unhandled", "system", f"rank{i}"}), "nccl_error")
+            for i in range(4)]
+    for name, learner in learners.LEARNERS.items():
+        predict = learner(oom + nccl)
+        category, confidence = predict(frozenset({"nccl", "unhandled", "type:distbackenderror", "new"}))
+        assert category == "nccl_error" and 0 < confidence <= 1, name
+    assert learners.abstain(frozenset({"nccl"})) == ("unknown", 0.0)
