@@ -24,6 +24,14 @@ DEVICE_ROWS: tuple[Signature, ...] = (
         ("Detected errors during sampling", "NaN"), phase=P.SERVING, in_warnings=True,
         example="Detected errors during sampling! NaN in the logits."),
     # cuda_device_assert: a device-side assertion.
+    # ROCm's runtime aborting a queue on a kernel's hardware exception (`HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation
+    # resulted in a hardware exception`): the kernel faulted, as CUDA's illegal address or instruction says. Below a
+    # device-side assertion, which ends in the same trap and says more.
+    sig("hsa_hardware_exception", C.ILLEGAL_MEMORY_ACCESS, 70,
+        r"HSA_STATUS_ERROR_EXCEPTION\b|HSAIL operation resulted in a hardware exception", ("HSA_STATUS", "HSAIL"),
+        any_level=True,
+        example=":0:rocdevice.cpp :2982: 1234567 us: Callback: Queue 0x7f0012340000 aborting with error : "
+        "HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception. code: 0x1016"),
     sig("kernel_assertion", C.CUDA_DEVICE_ASSERT, 78,
         r"(?:block: \[\d+, ?\d+, ?\d+\], thread: \[\d+, ?\d+, ?\d+\]|\.cuh?:\d+:).*Assertion .+ failed",
         "Assertion",

@@ -387,3 +387,17 @@ def test_a_shape_error_in_the_moe_weight_loader_is_the_checkpoint_not_fitting(fu
              "    loaded_weight = loaded_weight.narrow(shard_dim, shard_size * tp_rank, shard_size)",
              "RuntimeError: start (512) + length (512) exceeds dimension size (768)."]
     assert _verdict(lines) == (C.WEIGHTS_LOAD_ERROR, lines[-1])
+
+
+_HSA = (":0:rocdevice.cpp :2982: 998877 us: Callback: Queue 0x7f0000200000 aborting with error : "
+        "HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception. code: 0x1016")
+
+
+def test_a_rocm_kernels_hardware_exception_is_a_kernel_fault() -> None:
+    assert _verdict([_HSA, "Fatal Python error: Aborted"]) == (C.ILLEGAL_MEMORY_ACCESS, _HSA)
+
+
+def test_a_device_assertion_ending_in_the_same_trap_says_more() -> None:
+    assertion = ("/src/aten/native/hip/IndexKernel.hip:94: operator(): block: [3,0,0], thread: [7,0,0] Assertion "
+                 "`-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.")
+    assert _verdict([assertion, _HSA, "Fatal Python error: Aborted"]) == (C.CUDA_DEVICE_ASSERT, assertion)
