@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from orchestrator.knowledge.patterns import Signature, sig
 from orchestrator.knowledge.vocabulary import (
+    ARCH,
     ARCH_ID,
     ARCH_REFUSAL,
     CUDA_CODE_END,
@@ -15,10 +16,6 @@ from orchestrator.knowledge.vocabulary import (
     KERNEL_LIBRARIES,
 )
 from orchestrator.model import Category as C
-
-_ARCH = r"(?:Ampere|Hopper|Blackwell|Turing|Volta|Ada(?: Lovelace)?|sm_?\d{2,3}a?|SM ?\d{2,3}a?)\b"
-"""The architectures a refusal names right after `requires`/`only supports` (arch_required); vocabulary.ARCH is the
-wider list the worded refusal reads anywhere in the message."""
 
 KERNEL_ROWS: tuple[Signature, ...] = (
     # kernel_not_supported_on_arch: no kernel, or no kernel configuration, for this GPU's architecture.
@@ -34,13 +31,13 @@ KERNEL_ROWS: tuple[Signature, ...] = (
         example="torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device"),
     sig("arch_required", C.KERNEL_NOT_SUPPORTED_ON_ARCH, 80,
         rf"(?i)\b(?:only supports?|requires?|only (?:be )?(?:supported|available|works?) (?:on|for|with))\s+"
-        rf"(?:an?\s+|the\s+)?(?:NVIDIA\s+)?{_ARCH}"
-        rf"|\bnot supported on (?:this |the current )?(?:GPU|device|arch\w*)|\b{_ARCH} is not supported"
+        rf"(?:an?\s+|the\s+)?(?:NVIDIA\s+)?{ARCH}"
+        rf"|\bnot supported on (?:this |the current )?(?:GPU|device|arch\w*)|\b{ARCH} is not supported"
         r"|\bdoes(?: not|n't) support\b.{0,80}\bon (?:this|the current|your) (?:GPU|device)\b"
         r"|compute capability (?:of )?(?:at least|>=?|below|lower than)"
         rf"|(?i:unsupported (?:gpu |arch\w* |compute capability|device capability)(?!\w* ?'compute_)"
         rf"|not (?:compiled|built) for (?:this|the "
-        rf"current|your) (?:gpu|arch\w*|device))|{_ARCH} (?:is |are )?not (?:yet )?supported",
+        rf"current|your) (?:gpu|arch\w*|device))|{ARCH} (?:is |are )?not (?:yet )?supported",
         ("Ampere", "Hopper", "Blackwell", "Turing", "Volta", "Ada", "SM", "sm_", "sm1", "sm8", "sm9", "support",
          "capability", "compiled for", "built for"),
         example="RuntimeError: FlashAttention only supports Ampere GPUs or newer."),
