@@ -30,12 +30,12 @@ LOADING_ROWS: tuple[Signature, ...] = (
         ("No module named", "cannot import name", "undefined symbol", "shared object", "load failed", "not found"),
         phase=P.IMPORT, vocabulary=reports_no_caught_import,
         example="ImportError: libnvrtc.so.12: cannot open shared object file: No such file or directory"),
+    # The import failing in other words than the ones above name (which always outrank this row).
     sig("import_failed", C.IMPORT_ERROR, 70,
-        r"ModuleNotFoundError|ImportError|No module named|cannot import name|undefined symbol"
-        r"|cannot open shared object file|(?i:could not load .{0,60}librar(?:y|ies))"
+        r"ModuleNotFoundError|ImportError|(?i:could not load .{0,60}librar(?:y|ies))"
         r"|(?i:(?:failed to|cannot|unable to) (?:load|import|open) (?:the )?(?:shared )?librar)",
-        ("ModuleNotFoundError", "ImportError", "No module named", "cannot import name", "undefined symbol",
-         "shared object", "ould not load", "librar"), phase=P.IMPORT, vocabulary=reports_no_caught_import,
+        ("ModuleNotFoundError", "ImportError", "ould not load", "librar"), phase=P.IMPORT,
+        vocabulary=reports_no_caught_import,
         example="[sgl_kernel] CRITICAL: Could not load any common_ops library!"),
     sig("op_namespace_missing", C.IMPORT_ERROR, 70,
         rf"(?:_OpNamespace|torch\.ops\.\w+|module '[\w.]*\b(?:_C|_ops|ops|_kernels?|common_ops)\w*'"
