@@ -105,14 +105,12 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
     # code: -3 ... If exit code is -9 (SIGKILL), a common cause is ...` names no kill).
     sig("killed_exit_status", C.PROCESS_KILLED, 60,
         r"(?i)\b(?:exit ?code|exitcode|exit status|return ?code|returncode)\s*[:=]?\s*(?:-9|137)\b"
-        r"|\bexited with (?:code|status) (?:-9|137)\b",
+        r"|\bexit(?:ed)? ?(?:with )?(?:code|status)[:= ]*(?:-9|137)\b",
         ("xit", "XIT", "eturn"), any_level=True,
         example="RuntimeError: Rank 0 scheduler died during initialization (exit code: -9)."),
     sig("killed", C.PROCESS_KILLED, 15,
-        r"^Killed\b|\d Killed\s|\bKilled\s*$|\b[Ss]ignal 9\b|(?<!-9 \()SIGKILL"
-        r"|(?i:exit(?:ed)? ?(?:with )?(?:code|status)[:= ]*(?:-9|137)\b|exitcode[:=] ?-9\b"
-        r"|return ?code[:= ]*(?:-9|137)\b)",
-        ("Killed", "ignal 9", "SIGKILL", "exit", "Exit", "EXIT", "code"), vocabulary=states_not_guesses,
+        r"^Killed\b|\d Killed\s|\bKilled\s*$|\b[Ss]ignal 9\b|(?<!-9 \()SIGKILL",
+        ("Killed", "ignal 9", "SIGKILL"), vocabulary=states_not_guesses,
         example="Killed"),
     # The scheduler or the platform took the process away for a reason of its own: a job cancelled or preempted
     # (Slurm), a pod evicted (Kubernetes), a spot instance reclaimed. A vLLM sequence group `preempted` for KV space is
