@@ -98,10 +98,13 @@ class Placement(Protocol):
     ) -> list[GpuHolder]:
         """Processes holding memory on `gpus` (default: any GPU), marked ours when in one of `our_pgids`."""
 
+    def stop(self, launch: Launch, grace_s: float) -> tuple[bool, GpuReading | None]:
+        """Stop a launch (True: SIGKILL was needed), with what its GPUs look like once it is gone, if read."""
+
     def wait_released(
         self, gpus: tuple[int, ...], timeout: float, first: GpuReading | None = None
     ) -> tuple[bool, list[GpuHolder]]:
-        """Wait until no process holds `gpus`; the holders left if some still do at `timeout`."""
+        """Wait until no process holds `gpus` (`first`: the reading of `stop`); the holders left at `timeout`."""
 
     def visible_devices(self, gpus: tuple[int, ...]) -> dict[str, str]:
         """The environment that confines a launch to `gpus`."""
@@ -182,7 +185,7 @@ class LocalGpus:
     def holders(
         self, our_pgids: set[int], gpus: Collection[int] | None = None, reading: GpuReading | None = None
     ) -> list[GpuHolder]:
-        """`reading`: nvidia-smi's answer already in hand (from the host's `stop_launch`)."""
+        """`reading`: nvidia-smi's answer already in hand (from `stop`)."""
         # One nvidia-smi per call: it is slow to start (a real one often 0.1-0.5 s), and this runs before
         # and after every launch. The process table is read only when there are holders to tell apart.
         if reading is None:
@@ -213,6 +216,13 @@ class LocalGpus:
         if not self.gpus or any(p.gpu_uuid not in known for p in procs):
             self.gpus = parse_gpus(self.host.sh(GPU_QUERY, timeout=30).text)
         return self.gpus
+
+    def stop(self, launch: Launch, grace_s: float) -> tuple[bool, GpuReading | None]:
+        """Stop the launch's process group and, in the same round trip, read which processes hold GPUs once it is
+        gone: the first look of `wait_released`."""
+        asked = time.monotonic()
+        stopped = self.host.launcher.stop(launch, grace_s, then=self.host.with_env(GPU_APPS_QUERY))
+        return stopped.sigkilled, GpuReading(stopped.after, asked) if stopped.after is not None else None
 
     def wait_released(
         self, gpus: tuple[int, ...], timeout: float, first: GpuReading | None = None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import posixpath
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from functools import cached_property
@@ -25,8 +24,8 @@ from orchestrator.errors import LaunchError
 from orchestrator.host import facts
 from orchestrator.host.installs import SIM_BIN as SIM_BIN
 from orchestrator.host.installs import host_installs
-from orchestrator.host.launcher import Launch, Launcher
-from orchestrator.host.placement import GpuReading, LocalGpus, Placement
+from orchestrator.host.launcher import Launcher
+from orchestrator.host.placement import LocalGpus, Placement
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help
 from orchestrator.probe.client import ProbeClient
@@ -169,13 +168,6 @@ class HostSession:
         """Versions of the packages that decide SGLang's behaviour."""
         python = python_for(self.config, self.launcher_words(install))
         return facts.parse_packages(self.sh(f"{quote(python)} {facts.PIP_LIST}", timeout=120).text)
-
-    def stop_launch(self, launch: Launch, grace_s: float) -> tuple[bool, GpuReading | None]:
-        """Stop a launch's process group (True: SIGKILL was needed) and, in the same round trip, read which
-        processes hold GPUs once it is gone: the first look of its placement's `wait_released`."""
-        asked = time.monotonic()
-        stopped = self.launcher.stop(launch, grace_s, then=self.with_env(facts.GPU_APPS_QUERY))
-        return stopped.sigkilled, GpuReading(stopped.after, asked) if stopped.after is not None else None
 
     def probe_client(self, port: int, api_key: str | None = None, node: str = "127.0.0.1") -> ProbeClient:
         """An HTTP client for a server on the host's loopback, or on `node` seen from the host (a batch job's node):

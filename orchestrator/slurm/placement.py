@@ -81,6 +81,10 @@ class SlurmPlacement:
         """None: Slurm hands each job GPUs no other job holds."""
         return []
 
+    def stop(self, launch: Launch, grace_s: float) -> tuple[bool, GpuReading | None]:
+        """scancel, and wait until the job left the queue; no reading: the node's GPUs are Slurm's to free."""
+        return self.host.launcher.stop(launch, grace_s).sigkilled, None
+
     def wait_released(
         self, gpus: tuple[int, ...], timeout: float, first: GpuReading | None = None
     ) -> tuple[bool, list[GpuHolder]]:

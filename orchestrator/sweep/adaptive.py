@@ -1,6 +1,6 @@
 """The adaptive phase of a sweep: after the covering array, the cells that best split each failure's suspects.
 
-Round after round, the verdicts stored so far become observations (localise.py), the next cells are
+Round after round, the verdicts stored so far become observations (planning/localise.py), the next cells are
 picked from the matrix's valid cells (one changed suspected value each), added to the sweep in the
 store, and run like any other cell. When nothing is left to split, the value pairs that only cells
 failing for an explained cause held (a failure hides what comes after it) are covered again. It ends

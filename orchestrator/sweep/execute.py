@@ -121,7 +121,7 @@ def execute_run(
             died_alone = launcher.ends_after_fatal(launch)
         killed = launcher.killed_by_scheduler(launch) if died_alone else None
         marks.mark("harvest_s")
-        sigkilled, gpus_after = session.stop_launch(launch, settings.deadlines.stop_grace)
+        sigkilled, gpus_after = session.placement.stop(launch, settings.deadlines.stop_grace)
         if sigkilled:
             # Survived SIGTERM for the whole grace (ranks hung in shutdown): worth seeing in the record.
             live.timings["sigkill_after_s"] = settings.deadlines.stop_grace

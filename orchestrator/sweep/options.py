@@ -49,7 +49,7 @@ class SweepOptions:
     settings: RunSettings = field(default_factory=RunSettings)
     retries: int = 0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    """Retries by failure class; `retries` is the default of a class it leaves open (sweep/retry.py)."""
+    """Retries by failure class; `retries` is the default of a class it leaves open (retries.py)."""
     on_infra: OnInfra = "continue"
     """After an infra verdict (host or orchestrator failed): go on, or stop and skip the cells left."""
     strategy: Strategy | None = None

@@ -1,6 +1,6 @@
 """The steps a sweep's plan takes besides running cells: known-bad cells skipped, the budget, localisation.
 
-Kept apart from runner.py, which strings the steps together: each takes the store and plain values,
+Kept apart from engine.py, which strings the steps together: each takes the store and plain values,
 and runs cells only through the callable it is given.
 """
 

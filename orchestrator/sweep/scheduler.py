@@ -2,7 +2,7 @@
 
 One loop serves both modes: `--serial` is packing with room for one launch. Cells start in
 matrix order, first fit; a cell that needs more GPUs than are free waits for a running one to end.
-Each worker thread has its own host session (its own SSH connection), so a slow probe of one
+Each worker thread has its own host session (its placement's `worker_session`), so a slow probe of one
 launch never delays the health polls of another.
 """
 
@@ -75,7 +75,7 @@ class Scheduler:
         self.settings = settings
         self.retries = retries
         self.retry = retry or RetryPolicy()
-        """Retries by failure class (sweep/retry.py); `retries` is the default of a class it leaves open."""
+        """Retries by failure class (retries.py); `retries` is the default of a class it leaves open."""
         self.saved = 0
         """Launches `retries` alone would have spent that the class policy did not (deterministic failures)."""
         self.suspects = suspects or Suspects([main.config.name])
