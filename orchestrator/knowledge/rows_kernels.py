@@ -155,8 +155,10 @@ KERNEL_ROWS: tuple[Signature, ...] = (
         example="RuntimeError: Assertion error (/src/deepgemm/csrc/jit/compiler.hpp:50): not root_path.empty()"),
     # A compiler's diagnostic in its own format (gcc/clang `file:line:col: error:`, nvcc's `file(line): error`) on a C,
     # C++ or CUDA source: the JIT build failed there, whatever log carries it and however it indents the build's output.
-    sig("compiler_diagnostic", C.KERNEL_JIT_ERROR, 74,
-        r"(?:^|\s)[\w.\-/\\]*\.(?:cuh?|cpp|cc|cxx|c|hpp|hh|h|inl|cu\.inc)(?:(?::\d+){1,2}|\(\d+\)):\s*(?:fatal )?"
+    # It outranks the build's summaries (`Ninja build failed`, a CalledProcessError for ninja or nvcc), which a JIT
+    # library often raises before it prints the build's output; a path may hold any version tag (`0.0.0+unknown`).
+    sig("compiler_diagnostic", C.KERNEL_JIT_ERROR, 77,
+        r"(?:^|\s)[\w.\-+@~/\\]*\.(?:cuh?|cpp|cc|cxx|c|hpp|hh|h|inl|cu\.inc)(?:(?::\d+){1,2}|\(\d+\)):\s*(?:fatal )?"
         r"error\b",
         (": error", ": fatal error"), any_level=True,
         example="  activation.cuh:95:52: error: type/value mismatch at argument 1 in template parameter list"),

@@ -401,3 +401,13 @@ def test_a_device_assertion_ending_in_the_same_trap_says_more() -> None:
     assertion = ("/src/aten/native/hip/IndexKernel.hip:94: operator(): block: [3,0,0], thread: [7,0,0] Assertion "
                  "`-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.")
     assert _verdict([assertion, _HSA, "Fatal Python error: Aborted"]) == (C.CUDA_DEVICE_ASSERT, assertion)
+
+
+def test_the_compilers_own_diagnostic_outranks_the_build_summary_printed_before_it() -> None:
+    cache = "/root/.cache/flashinfer/0.6.1+cu128/90a"
+    diagnostic = (f"{cache}/generated/batch_decode_head_dim_128/batch_decode.cu:3:10: fatal error: "
+                  "flashinfer/attention/decode.cuh: No such file or directory")
+    lines = [*TB, f"subprocess.CalledProcessError: Command '['ninja', '-v', '-C', '{cache}/cached_ops/batch_decode']' "
+             "returned non-zero exit status 1.", "RuntimeError: Ninja build failed. Ninja output:",
+             f"FAILED: {cache}/cached_ops/batch_decode/batch_decode.cuda.o", diagnostic, "compilation terminated."]
+    assert _verdict(lines) == (C.KERNEL_JIT_ERROR, diagnostic)
