@@ -10,14 +10,16 @@ else is taken as fatal: no line that names nothing is proof of health.
 from __future__ import annotations
 
 from orchestrator.harvest.records import Evidence
-from orchestrator.knowledge.markers import READY_MARKER, SERVING_ACTIVITY, UVICORN_MARKER
+from orchestrator.knowledge.markers import APP_STARTUP_MARKER, READY_MARKER, SERVING_ACTIVITY, UVICORN_MARKER
 
 
 def ready_line_no(evidence: Evidence) -> int | None:
-    """Where the server said it was ready (for vLLM, which has no warm-up: where uvicorn started)."""
+    """Where the server said it was ready (for vLLM, which has no warm-up: where uvicorn started, or, where the log
+    lacks uvicorn's `Uvicorn running on` (a server started by its own runner, a log cut there), where the ASGI
+    application's start-up completed, which uvicorn prints just before it)."""
     ready = evidence.marker(READY_MARKER)
     if ready is None and evidence.engine == "vllm":
-        ready = evidence.marker(UVICORN_MARKER)
+        ready = evidence.marker(UVICORN_MARKER) or evidence.marker(APP_STARTUP_MARKER)
     return ready.line.line_no if ready else None
 
 

@@ -1,0 +1,58 @@
+"""What the server outlived, and tracebacks and statements read whatever the paste did to them (issue 32)."""
+
+from __future__ import annotations
+
+from orchestrator.classify.survival import ready_line_no
+from orchestrator.classify.verdict import classify
+from orchestrator.harvest.evidence import extract_evidence
+from orchestrator.model import Category
+
+C = Category
+
+_VLLM_CAUGHT_IMPORT = [
+    "(APIServer pid=1) INFO 06-11 19:49:16 [api_utils.py:273] non-default args: {'model': 'org/some-model'}",
+    "(EngineCore pid=9) INFO 06-11 19:49:30 [core.py:113] Initializing a V1 LLM engine (v0.9.0) with config: x",
+    "(EngineCore pid=9) INFO 06-11 19:55:40 [kv_cache_utils.py:1790] GPU KV cache size: 379,381 tokens",
+    "(EngineCore pid=9) WARNING 06-11 19:55:42 [import_utils.py:408] Module some_kernels was found but failed to "
+    "import",
+    "(EngineCore pid=9) WARNING 06-11 19:55:42 [import_utils.py:408] Traceback (most recent call last):",
+    '(EngineCore pid=9) WARNING 06-11 19:55:42 [import_utils.py:408]   File "/x/vllm/utils/import_utils.py", '
+    "line 406, in _has_module",
+    "(EngineCore pid=9) WARNING 06-11 19:55:42 [import_utils.py:408]     importlib.import_module(module_name)",
+    '(EngineCore pid=9) WARNING 06-11 19:55:42 [import_utils.py:408]   File "/x/some_kernels/__init__.py", '
+    "line 16, in <module>",
+    "(EngineCore pid=9) WARNING 06-11 19:55:42 [import_utils.py:408]     from . import _C",
+    "(EngineCore pid=9) WARNING 06-11 19:55:42 [import_utils.py:408] ImportError: cannot import name '_C' from "
+    "partially initialized module 'some_kernels' (most likely due to a circular import)",
+    "(EngineCore pid=9) INFO 06-11 19:56:43 [core.py:310] init engine (profile, create kv cache, warmup model) "
+    "took 131.10 s",
+    "(APIServer pid=1) INFO 06-11 19:56:51 [api_server.py:583] Starting vLLM server on http://0.0.0.0:8000",
+]
+_APP_STARTED = [
+    "(APIServer pid=1) INFO:     Started server process [1]",
+    "(APIServer pid=1) INFO:     Waiting for application startup.",
+    "(APIServer pid=1) INFO:     Application startup complete.",
+]
+_SERVED = ['(APIServer pid=1) INFO:     127.0.0.1:52090 - "POST /v1/chat/completions HTTP/1.1" 200 OK']
+
+
+def test_vllm_is_ready_where_its_application_started_when_the_log_lacks_uvicorns_line() -> None:
+    lines = [*_VLLM_CAUGHT_IMPORT, *_APP_STARTED, *_SERVED]
+    evidence = extract_evidence(lines)
+    assert ready_line_no(evidence) == lines.index(_APP_STARTED[-1]) + 1
+    verdict = classify(evidence)
+    assert (verdict.category, verdict.root_cause_line) == (C.HEALTHY, _APP_STARTED[-1])
+
+
+def test_an_import_error_the_log_never_shows_the_server_outlive_stays_a_failure() -> None:
+    assert classify(extract_evidence(_VLLM_CAUGHT_IMPORT[:-2])).category is C.IMPORT_ERROR
+
+
+def test_uvicorns_own_line_still_marks_vllm_ready_and_a_failure_after_the_start_is_not_outlived() -> None:
+    uvicorn = "(APIServer pid=1) INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)"
+    lines = [*_VLLM_CAUGHT_IMPORT, *_APP_STARTED, uvicorn]
+    assert ready_line_no(extract_evidence(lines)) == len(lines)
+    oom = ("(EngineCore pid=9) ERROR 06-11 19:57:00 [core.py:700] torch.OutOfMemoryError: CUDA out of memory. "
+           "Tried to allocate 2.00 GiB.")
+    verdict = classify(extract_evidence([*_VLLM_CAUGHT_IMPORT, *_APP_STARTED, *_SERVED, oom]))
+    assert (verdict.category, verdict.root_cause_line) == (C.CUDA_OOM, oom)
