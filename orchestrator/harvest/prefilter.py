@@ -19,9 +19,11 @@ from orchestrator.harvest.needles import NEEDLES
 
 LOWER: tuple[str, ...] = (
     "error", "fail", "fatal", "timeout", "timed out", "deprecat", "signal", "version", "assert", "init engine",
-    "cannot find -l",
+    "cannot find -l", "only support",
 )
-"""The lower-case literals worth one pass over the whole log each."""
+"""The lower-case literals worth one pass over the whole log each. `only support`: a kernel's guard against the wrong
+architecture prints its refusal from device code, bare, before the trap it raises (`This kernel only supports sm100`,
+CUTLASS's and FlashMLA's invalid control path), and nothing else on the line is a literal."""
 
 _TYPICAL = Counter(
     "[2025-12-29 09:20:03 TP3] Decode batch. #running-req: 36, #token: 14473, token usage: 0.03, cuda graph: True, "
