@@ -24,6 +24,9 @@ HEAD_LINES = 12
 MAX_LINE_CHARS = 2000
 MAX_OPEN = 16
 TAIL_LINES = 8
+FLAT_CODE_LINES = 4
+"""A flat traceback's code lines after one frame, at most: the statement (Python 3.13 shows a multi-line one whole)
+and its `~~~^^^` markers."""
 
 _HEADER = "Traceback (most recent call last)"
 _DIGIT = re.compile(r"\d")
@@ -54,6 +57,11 @@ class OpenTraceback:
     viewer's tag), as its shape (digits as 0): lines that start with the same shape carry it too."""
     indent: int = 0
     """The header's own indentation after that lead: deeper lines are frames and code, a line at it is the message."""
+    flat: bool = False
+    """Its first frame stood at the header's own indentation: a paste that lost the indentation, where code lines are
+    told from the message by what they are (after a frame, not an exception's statement), not by their depth."""
+    code_run: int = 0
+    """How many code lines followed the last frame (a flat traceback's code of one frame is a few lines at most)."""
 
     def add(self, line: LogLine) -> None:
         """Append a line, keeping the head and the tail of a very long traceback."""
@@ -118,12 +126,16 @@ class TracebackAssembler:
             return None
         if tb.exception is None:
             if is_frame:
+                if not tb.frames and not tb.truncated and _indent(body) <= tb.indent:
+                    tb.flat = True
                 tb.add(line)
                 tb.frames.append(body.strip())
+                tb.code_run = 0
                 self.role = "frame"
                 return tb
-            if body.strip() and _indent(body) > tb.indent:
+            if body.strip() and (_indent(body) > tb.indent or _flat_code(tb, body)):
                 tb.add(line)
+                tb.code_run += 1
                 self.role = "code"
                 return tb
             if body.strip() and not body.startswith(_CHAINED) and looks_like_exception(body.strip()):
@@ -186,6 +198,14 @@ class TracebackAssembler:
         self._open[key] = tb
         self._recent = key
         return tb
+
+
+def _flat_code(tb: OpenTraceback, body: str) -> bool:
+    """Whether a line at the header's indentation is a flat traceback's code line: it follows a frame (or that frame's
+    code), and it is no exception's statement, no chain line and no new header."""
+    text = body.strip()
+    return (tb.flat and bool(tb.frames) and tb.code_run < FLAT_CODE_LINES and not looks_like_exception(text)
+            and not text.startswith(_CHAINED) and _HEADER not in text)
 
 
 def _lead(before: str) -> tuple[str, int]:

@@ -30,3 +30,48 @@ def test_a_kernels_bare_refusal_of_the_architecture_is_read_before_the_trap_it_r
     verdict = classify(extract_evidence(lines))
     assert (verdict.category, verdict.root_cause_line) == (C.KERNEL_NOT_SUPPORTED_ON_ARCH, refusal)
     assert _live(lines) == extract_evidence(lines).to_dict()
+
+
+_FLAT = [
+    "Traceback (most recent call last):",
+    'File "<frozen runpy>", line 198, in _run_module_as_main',
+    'File "/env/lib/python3.12/site-packages/engine/loader.py", line 40, in load_model',
+    "model = build(config,",
+    "        dtype)",
+    'File "/env/lib/python3.12/site-packages/transformers/models/auto/configuration_auto.py", line 1048, in '
+    "__getitem__",
+    "raise KeyError(key)",
+    "~~~~~~~~~~~~~~^^^^^",
+    "KeyError: 'new_model_type'",
+]
+
+
+def test_a_traceback_pasted_without_its_indentation_keeps_its_frames_code_and_exception() -> None:
+    evidence = extract_evidence(_FLAT)
+    (tb,) = evidence.tracebacks
+    assert tb.exception == "KeyError: 'new_model_type'" and len(tb.lines) == len(_FLAT)
+    assert evidence.hits and all(h.line.text != "raise KeyError(key)" for h in evidence.hits)
+    # The frames place it: Transformers' auto mapping has no such model type.
+    verdict = classify(evidence)
+    assert (verdict.category, verdict.root_cause_line) == (C.UNSUPPORTED_CONFIG, _FLAT[-1])
+    assert _live(_FLAT) == evidence.to_dict()
+
+
+def test_a_flat_traceback_ends_at_its_exception_and_a_chain_starts_the_next() -> None:
+    lines = [*_FLAT, "During handling of the above exception, another exception occurred:", *_FLAT[:3],
+             "ValueError: model type not understood"]
+    first, second = extract_evidence(lines).tracebacks
+    assert first.exception == _FLAT[-1]
+    assert second.exception == lines[-1] and second.chained
+
+
+def test_a_flat_frames_code_is_a_few_lines_and_frames_under_an_indented_header_stay_read_by_depth() -> None:
+    prose = ["Traceback (most recent call last):", 'File "/app/x.py", line 3, in main', "run()",
+             "then I restarted the container", "and tried a smaller batch", "and then a third thing",
+             "and a fourth thing", "ValueError: bad"]
+    (cut, *_) = extract_evidence(prose).tracebacks
+    assert cut.exception is None and len(cut.lines) == 6  # four code lines at most after one frame
+    indented = ["  Traceback (most recent call last):", '  File "/app/x.py", line 3, in main', "    run()",
+                "  ValueError: bad"]
+    (tb,) = extract_evidence(indented).tracebacks
+    assert tb.exception == "ValueError: bad" and len(tb.lines) == 4
