@@ -76,6 +76,16 @@ CONFIG_ROWS: tuple[Signature, ...] = (
         r"|greater|less|smaller|larger|between|within|one of|set to|an? (?:integer|int|float|string|list|dict)))",
         ("equire", "xpect", "eed"), phase=P.ARG_PARSE,
         example="ValueError: UNO requires --speculative-eagle-topk to be at least 1, got 0."),
+    # An exception whose way out is to drop a flag or to give another one explicitly (`NUMA binding was requested, but
+    # vLLM could not detect the GPU-to-NUMA topology automatically. Pass --numa-bind-nodes explicitly or disable
+    # --numa-bind.`): the flag, as given, cannot be honoured here. Only a flag the tool knows; a row that names the
+    # cause (memory, the architecture, a missing package) says more and outranks it.
+    sig("flag_to_drop", C.INVALID_ARGUMENT, 48,
+        r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): .{0,300}?(?i:\b(?:disable|remove|drop|unset|omit)\s+`?--[a-z]"
+        r"|\b(?:pass|set|specify|provide)\s+`?--[a-z][\w-]*`?\s+explicitly\b)",
+        ("Error", "Exception"), phase=P.ARG_PARSE, vocabulary=names_argument,
+        example="RuntimeError: NUMA binding was requested, but vLLM could not detect the GPU-to-NUMA topology "
+        "automatically. Pass --numa-bind-nodes explicitly or disable --numa-bind."),
     # Launch settings given through the environment that contradict each other or are malformed
     # (`Inconsistent GPU visibility env vars: HIP_VISIBLE_DEVICES='0,1' vs CUDA_VISIBLE_DEVICES='2,3'`): a setting is
     # wrong, as a flag would be.

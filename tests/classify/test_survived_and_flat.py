@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from orchestrator.classify.survival import ready_line_no
 from orchestrator.classify.verdict import classify
 from orchestrator.harvest.evidence import extract_evidence
@@ -56,3 +58,34 @@ def test_uvicorns_own_line_still_marks_vllm_ready_and_a_failure_after_the_start_
            "Tried to allocate 2.00 GiB.")
     verdict = classify(extract_evidence([*_VLLM_CAUGHT_IMPORT, *_APP_STARTED, *_SERVED, oom]))
     assert (verdict.category, verdict.root_cause_line) == (C.CUDA_OOM, oom)
+
+
+_TB = ["Traceback (most recent call last):", '  File "/srv/app/engine/utils.py", line 254, in bind_workers',
+       "    raise RuntimeError("]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: NUMA binding was requested, but the GPU-to-NUMA topology could not be detected. Pass "
+        "--numa-bind-nodes explicitly or disable --numa-bind.",
+        "RuntimeError: CPU binding needs NUMA nodes here; pass `--numa-bind-cpus` explicitly.",
+        "ValueError: Expert parallelism needs more than one GPU in this run; remove --enable-expert-parallel.",
+    ],
+)
+def test_an_exception_whose_way_out_is_dropping_or_giving_a_flag_is_the_arguments(line: str) -> None:
+    verdict = classify(extract_evidence([*_TB, line]))
+    assert (verdict.category, verdict.root_cause_line) == (C.INVALID_ARGUMENT, line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # A flag the tool does not know is nothing to go by.
+        "RuntimeError: The plugin could not start. Pass --plugin-home explicitly or disable --plugin-autoload.",
+        # A cause the message names says more than the advice after it.
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB. Disable --enable-torch-compile.",
+    ],
+)
+def test_advice_about_an_unknown_flag_or_after_a_named_cause_decides_nothing(line: str) -> None:
+    assert classify(extract_evidence([*_TB, line])).category is not C.INVALID_ARGUMENT
