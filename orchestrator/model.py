@@ -173,6 +173,16 @@ class ProbeResult:
 
 
 @dataclass(frozen=True)
+class SchedulerEnd:
+    """How a batch scheduler ended a launch, not the server itself (a time limit, a preemption, an outside scancel)."""
+
+    job_state: str
+    """Slurm's end state of the job (JobState): TIMEOUT, PREEMPTED, NODE_FAIL, OUT_OF_MEMORY, CANCELLED, ..."""
+    reason: str
+    """In words, with Slurm's JobState and Reason: `Slurm job 9 on n1 reached its time limit (JobState=TIMEOUT, ...)`"""
+
+
+@dataclass(frozen=True)
 class ProbeOutcome:
     """What the readiness wait and the probes saw of one launch."""
 
@@ -191,6 +201,8 @@ class ProbeOutcome:
     """The standard load's measurement after every probe passed (probe/speed.py reads it); None: not measured."""
     drift: dict[str, dict[str, str]] = field(default_factory=dict)
     """Flag -> {asked, used, evidence}: flags the server ran with another value than the launch asked for."""
+    scheduler_end: SchedulerEnd | None = None
+    """Set when the batch scheduler ended the launch (classify names that, whatever the log or the probes say)."""
 
     @property
     def failed_probe(self) -> ProbeResult | None:
@@ -198,7 +210,7 @@ class ProbeOutcome:
         return next((p for p in self.probes if not p.ok), None)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (`speed` only where measured, so older readers see the same keys)."""
+        """A JSON-ready form (`speed`, `drift`, `scheduler_end` only where set, so older readers see the same keys)."""
         data: dict[str, Any] = {
             "reached_ready": self.reached_ready,
             "ready_s": self.ready_s,
@@ -213,6 +225,8 @@ class ProbeOutcome:
             data["speed"] = self.speed
         if self.drift:
             data["drift"] = self.drift
+        if self.scheduler_end is not None:
+            data["scheduler_end"] = asdict(self.scheduler_end)
         return data
 
     @classmethod
@@ -229,6 +243,7 @@ class ProbeOutcome:
             last_progress=data.get("last_progress"),
             speed=data.get("speed"),
             drift=dict(data.get("drift") or {}),
+            scheduler_end=SchedulerEnd(**data["scheduler_end"]) if data.get("scheduler_end") else None,
         )
 
 

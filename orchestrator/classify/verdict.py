@@ -10,6 +10,8 @@ is not a cause. Two rules refine the category beyond the table:
   the weights were not yet loaded.
 - An error that names nothing more specific (a Python exception, a segfault, a follow-up) during CUDA-graph
   capture is `cuda_graph_capture_failed`: current SGLang wraps every capture error that way itself.
+A launch its batch scheduler ended (the outcome's `scheduler_end`: Slurm's TIMEOUT, PREEMPTED, ...) is
+`process_killed` whatever the log says, the cluster's (`infra`) unless the job ran out of its memory.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from orchestrator.harvest.records import Evidence, LogLine
 from orchestrator.knowledge.lines import parse, strip_ansi, ts_key
 from orchestrator.knowledge.markers import UVICORN_MARKER
 from orchestrator.knowledge.patterns import Signature
-from orchestrator.model import Category, Phase, ProbeOutcome, ProbeResult, Status, Verdict
+from orchestrator.model import Category, Phase, ProbeOutcome, ProbeResult, SchedulerEnd, Status, Verdict
 from orchestrator.retries import host_failure
 
 _OTHER_HOLDER = re.compile(r"Process \d+ has ([\d.]+) ([KMGT]i?B) memory in use")
@@ -109,6 +111,8 @@ def classify(evidence: Evidence, outcome: ProbeOutcome | None = None) -> Verdict
     """Name the outcome of a launch from its log evidence and, when there is one, what the probes saw."""
     cause = root_cause(evidence)
     verdict = _on_host_failure(_decide(evidence, outcome, cause), evidence)
+    if outcome is not None and outcome.scheduler_end is not None:
+        return _ended_by_scheduler(verdict, outcome.scheduler_end)
     if cause is None:
         return verdict
     why = cause.evidence()
@@ -123,6 +127,18 @@ def _on_host_failure(verdict: Verdict, evidence: Evidence) -> Verdict:
     """
     why = host_failure(verdict, [e.text for e in (*evidence.errors, *evidence.cuda_errors)])
     return verdict if why is None else replace(verdict, status=Status.INFRA, reason=f"{why}: {verdict.reason}")
+
+
+def _ended_by_scheduler(verdict: Verdict, end: SchedulerEnd) -> Verdict:
+    """A launch the batch scheduler ended (time limit, preemption, node failure, an outside scancel).
+
+    Never a pass: the server did not finish its probes on its own terms. Only running out of the job's
+    memory says something about the server's configuration (`fail`); the rest are the cluster's (`infra`).
+    The phase and line are where the log and the probes had got to; the reason is the scheduler's.
+    """
+    status = Status.FAIL if end.job_state == "OUT_OF_MEMORY" else Status.INFRA
+    phase = verdict.phase if verdict.status is not Status.PASS else Phase.AFTER_DECODE
+    return Verdict(status, phase, Category.PROCESS_KILLED, verdict.root_cause_line, reason=end.reason)
 
 
 def _decide(evidence: Evidence, outcome: ProbeOutcome | None, cause: Cause | None) -> Verdict:

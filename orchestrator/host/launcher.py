@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from orchestrator.errors import LaunchError
+from orchestrator.model import SchedulerEnd
 from orchestrator.secret import SecretRef
 from orchestrator.transport.base import CommandResult, Transport
 from orchestrator.transport.shell import quote
@@ -108,14 +109,6 @@ def render_env_masked(spec: LaunchSpec) -> str:
     rows = [f"{k}={v}" for k, v in sorted(spec.env.items())]
     rows += [f"{name}=***" for name in spec.secret_names]
     return "\n".join(sorted(rows)) + "\n"
-
-
-@dataclass(frozen=True)
-class SchedulerEnd:
-    """A launch the batch scheduler ended, not the server itself: Slurm's end state and the reason in words."""
-
-    state: str
-    reason: str
 
 
 @dataclass

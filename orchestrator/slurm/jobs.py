@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping
 
 from orchestrator.config.model import HostConfig
 from orchestrator.errors import LaunchError, TransportError
-from orchestrator.host.launcher import Launch, Launcher, LaunchSpec, SchedulerEnd, Stopped, api_key_of
+from orchestrator.host.launcher import Launch, Launcher, LaunchSpec, Stopped, api_key_of
+from orchestrator.model import SchedulerEnd
 from orchestrator.slurm.commands import (
     KILLED_STATES,
     JobInfo,

@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.classify.unlaunched import scheduler_killed_verdict
 from orchestrator.classify.verdict import classify
 from orchestrator.harvest.evidence import Evidence
 from orchestrator.harvest.fetch import LogTail
@@ -141,10 +140,9 @@ def execute_run(
         last_progress=ready.progress_line,
         drift={flag: d.to_dict() for flag, d in drift.items()},
         speed=speed,
+        scheduler_end=killed,
     )
     verdict = classify(evidence, outcome)
-    if killed is not None:
-        verdict = scheduler_killed_verdict(verdict, killed.state, killed.reason)
     marks.mark("classify_s")
     try:
         released, leftovers = session.placement.wait_released(spec.gpus, settings.deadlines.gpu_release, gpus_after)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 from orchestrator.classify.verdict import classify
 from orchestrator.harvest.evidence import extract_evidence
 from orchestrator.harvest.records import Evidence
-from orchestrator.model import Category, Phase, ProbeOutcome, ProbeResult, Status
+from orchestrator.model import Category, Phase, ProbeOutcome, ProbeResult, SchedulerEnd, Status
 
 LOADING = "[2026-01-05 10:00:02 TP0] Load weight begin. avail mem=94.02 GB"
 READY = [
@@ -136,3 +138,49 @@ def test_a_loggers_message_yields_to_the_exception_its_traceback_states() -> Non
              prefix + "    self.load()", prefix + "AttributeError: 'NoneType' object has no attribute 'shape'"]
     verdict = classify(extract_evidence(lines))
     assert (verdict.category, verdict.root_cause_line) == (Category.PYTHON_EXCEPTION_OTHER, lines[-1])
+
+
+def test_a_launch_its_scheduler_ended_is_killed_never_a_pass() -> None:
+    probes = tuple(ok(n) for n in ("greedy", "sampled", "concurrent", "alive_after"))
+    preempted = SchedulerEnd("PREEMPTED", "Slurm job 3 on n1 was preempted (JobState=PREEMPTED)")
+    outcome = ProbeOutcome(reached_ready=True, probes=probes, process_died=True, scheduler_end=preempted)
+    verdict = classify(ev(LOADING, *READY), outcome)
+    assert (verdict.status, verdict.category, verdict.phase) == (
+        Status.INFRA,
+        Category.PROCESS_KILLED,
+        Phase.AFTER_DECODE,
+    )
+    assert (verdict.reason, verdict.root_cause_line, verdict.evidence) == (preempted.reason, READY[-1], None)
+
+
+def test_a_job_out_of_its_memory_fails_where_the_log_got_to() -> None:
+    oom = SchedulerEnd("OUT_OF_MEMORY", "Slurm job 3 ran out of the memory Slurm allows it (JobState=OUT_OF_MEMORY)")
+    outcome = ProbeOutcome(reached_ready=False, process_died=True, exit_code=None, scheduler_end=oom)
+    verdict = classify(ev(LOADING), outcome)
+    assert (verdict.status, verdict.category, verdict.phase, verdict.reason) == (
+        Status.FAIL,
+        Category.PROCESS_KILLED,
+        Phase.MODEL_LOAD,
+        oom.reason,
+    )
+    # A time limit during a probe keeps the probe's phase and the log's cause line; the cluster's, not the cell's.
+    nan_probe = (ok("greedy"), ProbeResult(name="sampled", ok=False, error="connection reset by peer"))
+    timeout = SchedulerEnd("TIMEOUT", "Slurm job 4 reached its time limit (JobState=TIMEOUT, Reason=TimeLimit)")
+    cut = classify(ev(*READY, NAN), ProbeOutcome(reached_ready=True, probes=nan_probe, scheduler_end=timeout))
+    assert (cut.status, cut.category, cut.phase, cut.root_cause_line, cut.failed_probe) == (
+        Status.INFRA,
+        Category.PROCESS_KILLED,
+        Phase.SAMPLED_DECODE,
+        NAN,
+        None,
+    )
+
+
+def test_the_stored_outcome_keeps_the_scheduler_end_and_classifies_the_same() -> None:
+    end = SchedulerEnd("NODE_FAIL", "Slurm job 5 on n2 lost its node (node failure) (JobState=NODE_FAIL)")
+    outcome = ProbeOutcome(reached_ready=False, process_died=True, scheduler_end=end)
+    stored = json.loads(json.dumps(outcome.to_dict()))
+    assert ProbeOutcome.from_dict(stored) == outcome
+    assert classify(ev(LOADING), ProbeOutcome.from_dict(stored)) == classify(ev(LOADING), outcome)
+    # Launches nobody's scheduler ended store the keys they always had.
+    assert "scheduler_end" not in ProbeOutcome(reached_ready=True).to_dict()

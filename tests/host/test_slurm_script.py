@@ -11,11 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.classify.unlaunched import scheduler_killed_verdict
 from orchestrator.config.load import load_hosts
 from orchestrator.errors import ConfigError, ConfigErrors, LaunchError
 from orchestrator.host.launcher import LaunchSpec
-from orchestrator.model import Category, Phase, Status, Verdict
 from orchestrator.slurm.commands import (
     Submission,
     job_name,
@@ -124,15 +122,6 @@ def test_the_job_script_refuses_a_command_without_host_and_port(tmp_path: Path) 
                       run_dir=str(tmp_path))  # fmt: skip
     with pytest.raises(LaunchError):
         render_job_sh(spec, [41000])
-
-
-def test_killed_jobs_are_never_a_pass() -> None:
-    passed = Verdict(Status.PASS, Phase.AFTER_DECODE, Category.HEALTHY)
-    killed = scheduler_killed_verdict(passed, "PREEMPTED", "Slurm job 3 was preempted (JobState=PREEMPTED)")
-    assert (killed.status, killed.category, killed.phase) == (Status.INFRA, Category.PROCESS_KILLED, Phase.AFTER_DECODE)
-    loading = Verdict(Status.FAIL, Phase.MODEL_LOAD, Category.UNKNOWN)
-    oom = scheduler_killed_verdict(loading, "OUT_OF_MEMORY", "Slurm job 3 ran out of memory")
-    assert (oom.status, oom.phase, oom.reason) == (Status.FAIL, Phase.MODEL_LOAD, "Slurm job 3 ran out of memory")
 
 
 SLURM_HOST = """cluster:
