@@ -186,7 +186,11 @@ class EvidenceBuilder:
         if not message:
             return
         self._facts(message)
-        warning = kinds.is_warning(p, message)
+        continuing = self._tbs.role == "message"
+        warning = kinds.is_warning(p, message, continuing=continuing)
+        # Advice that goes on an exception's message (`Please install or update the <package> ...` after `RuntimeError:
+        # <backend> is not available`) is the exception's: what it says is stated by the exception's line.
+        advice = continuing and not warning and kinds.is_advice(message)
         rows = self._rows(message, warning)
         if warning:
             self._warnings.add(message, message, line)
@@ -209,8 +213,9 @@ class EvidenceBuilder:
         if cuda_key is not None:
             self._cuda.add(cuda_key, message, line)
         leads = EXCEPTION_START_RE.match(message) is not None
+        stating = tb.exception_line if advice and tb is not None and tb.exception_line is not None else None
         for row in stated:
-            self._hit(row, line, leads, tb)
+            self._hit(row, stating or line, leads or stating is not None, tb)
         if TRACEBACK_ROW in rows:
             self._hit(TRACEBACK_ROW, line, False, tb)
         if leads and tb is None and not p.prefixed and not indented and not warning:

@@ -42,8 +42,19 @@ unexpectedly before finishing this task.`) quotes nothing: it is itself the stat
 error> (function destroyEvent)` is the sticky error met again while cleaning up: the error is raised elsewhere."""
 
 
-def is_warning(p: Parsed, message: str) -> bool:
-    """Whether a message (prefix removed, stripped) is a warning."""
+_ADVICE = re.compile(r"(?i)(?:please|you (?:should|can|may|need to|must)|try|consider|to fix)\b")
+"""A line that opens with advice (`Please install or update ...`, `You can try ...`)."""
+
+
+def is_advice(message: str) -> bool:
+    """Whether a message opens with advice: going on an exception's message, it is the error's, not a warning."""
+    return _ADVICE.match(message) is not None
+
+
+def is_warning(p: Parsed, message: str, *, continuing: bool = False) -> bool:
+    """Whether a message (prefix removed, stripped) is a warning. `continuing`: the line goes on an exception's message
+    (the lines after a traceback's exception line), whose advice (`Please install ...`) is the error's, not a warning's
+    wording."""
     if p.level == "WARNING":
         return True
     if p.level in ERROR_LEVELS:
@@ -52,7 +63,7 @@ def is_warning(p: Parsed, message: str) -> bool:
         return not EXCEPTION_START_RE.match(message) or "Warning" in message.split(":", 1)[0]
     if EXCEPTION_START_RE.match(message):
         return False
-    return p.level is None and _WARNING_WORDING.search(message) is not None
+    return p.level is None and not (continuing and is_advice(message)) and _WARNING_WORDING.search(message) is not None
 
 
 def is_deprecation(message: str) -> bool:

@@ -108,8 +108,11 @@ CONFIG_ROWS: tuple[Signature, ...] = (
         r"(?:GPU|device|platform))",
         ("quantization", "Quantization"), phase=P.MODEL_LOAD,
         example="ValueError: Quantization scheme fp8 is not supported for this model."),
+    # A backend named after the word (`backend FLASH_ATTN is not supported`); one named before it and not available
+    # (`DeepGEMM backend is not available ... Please install`) is a package that is absent, told by the import rows.
     sig("invalid_backend", C.UNSUPPORTED_CONFIG, 60,
-        r"Invalid attention backend|(?i:(?:attention )?backend \S+ (?:is )?not (?:supported|available))"
+        r"Invalid attention backend"
+        r"|(?i:(?:attention )?backend (?!(?:is|was|are)\b)\S+ (?:is )?not (?:supported|available))"
         r"|(?i:\bno (?:valid|suitable|compatible|available) (?:\w+ )?backends? (?:was |were )?found\b)",
         ("Invalid attention backend", "backend"),
         example="ValueError: Invalid attention backend for cuda, with use_v1: False use_mla: False"),

@@ -75,3 +75,32 @@ def test_a_flat_frames_code_is_a_few_lines_and_frames_under_an_indented_header_s
                 "  ValueError: bad"]
     (tb,) = extract_evidence(indented).tracebacks
     assert tb.exception == "ValueError: bad" and len(tb.lines) == 4
+
+
+_RAISED = ["Traceback (most recent call last):", '  File "/srv/engine/warmup.py", line 136, in warm_up_kernels',
+           "    block = alignment()[0]", '  File "/srv/engine/utils/kernels.py", line 266, in alignment',
+           "    return _missing()"]
+
+
+@pytest.mark.parametrize(
+    ("statement", "advice"),
+    [
+        ("RuntimeError: FooGEMM backend is not available or outdated.",
+         "Please install or update the `foo_gemm` package to a newer version to enable FP8 kernels."),
+        ("RuntimeError: The fused MoE kernels could not be set up.",
+         "Please install it with: pip install fused-moe-kernels"),
+    ],
+)
+def test_install_advice_that_goes_on_an_exceptions_message_is_the_exceptions(statement: str, advice: str) -> None:
+    lines = [*_RAISED, statement, advice]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.IMPORT_ERROR, statement)
+    assert _live(lines) == extract_evidence(lines).to_dict()
+
+
+def test_a_line_after_an_exception_that_states_its_own_failure_keeps_it() -> None:
+    lines = [*_RAISED, "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+             "  Value error, max_model_len (513) is greater than the derived max_model_len (512). Please set a smaller "
+             "value. [type=value_error]"]
+    verdict = classify(extract_evidence(lines))
+    assert (verdict.category, verdict.root_cause_line) == (C.INVALID_ARGUMENT, lines[-1])
