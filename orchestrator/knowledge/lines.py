@@ -106,6 +106,9 @@ a digit or a hyphen, so that neither a word nor an exception's name is taken for
 after another layer: after indentation, `0: x` is code or a listing."""
 _TAB_TS = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\t")
 """A log store's export: its own timestamp, then a tab (`2025-01-01 10:00:00.000\t...`)."""
+_EPOCH_CSV = re.compile(r"\d{10}(?:\d{3}){0,2}(?:\.\d+)?,")
+"""A log store's CSV export: the entry's epoch time (seconds, milliseconds or microseconds), a comma, then the line as
+a CSV field (quoted, with its quotes doubled, where it holds a quote or a comma)."""
 _JSON_FIELDS = ("log", "message", "msg", "textPayload", "MESSAGE")
 """Where a JSON log record (docker's json-file, a cloud logging export, journalctl -o json) keeps the line."""
 _TAGS = re.compile(r"(?:\[[^\[\]]{1,80}\]:?[ \t]*|\([^()]{1,120}\)[ \t]*)+")
@@ -166,6 +169,8 @@ def parse(text: str) -> Parsed:
         carried = _json_line(text)
         if carried is not None:
             return parse(strip_ansi(carried))
+    if text[:1].isdigit() and (epoch := _EPOCH_CSV.match(text)):
+        return parse(strip_ansi(_csv_field(text[epoch.end() :])))
     pos, ts, level, key, style = 0, None, None, "", None
     decoration = _MARKUP.match(text)
     if decoration:
@@ -242,6 +247,22 @@ def _after_frames(body: str) -> str:
         return body
     stated = _FLAT_EXCEPTION.search(body, ends[-1])
     return stated.group(1) if stated else body
+
+
+def _csv_field(field: str) -> str:
+    """The text of one CSV field: a quoted one loses its quotes and has its doubled quotes made single again."""
+    if field[:1] != '"':
+        return field
+    out, i = [], 1
+    while i < len(field):
+        ch = field[i]
+        if ch == '"':
+            if field[i + 1 : i + 2] != '"':
+                break  # the closing quote (a cut line has none)
+            i += 1
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def _json_line(text: str) -> str | None:

@@ -89,3 +89,14 @@ def test_an_exception_whose_way_out_is_dropping_or_giving_a_flag_is_the_argument
 )
 def test_advice_about_an_unknown_flag_or_after_a_named_cause_decides_nothing(line: str) -> None:
     assert classify(extract_evidence([*_TB, line])).category is not C.INVALID_ARGUMENT
+
+
+def test_a_csv_exported_traceback_keeps_its_code_lines_as_code() -> None:
+    rows = ['1756144013378,"(APIServer pid=1) ERROR 08-25 10:46:53 [core.py:1]   File ""/x/engine/utils.py"", '
+            'line 759, in wait_for_engine_startup"',
+            '1756144013378,"(APIServer pid=1) ERROR 08-25 10:46:53 [core.py:1]     raise RuntimeError(""Engine core '
+            'initialization failed. """',
+            "1756144014882,(APIServer pid=1) ERROR 08-25 10:46:53 [core.py:1] RuntimeError: Engine core initialization "
+            "failed. See root cause above. Failed core proc(s): {}"]
+    verdict = classify(extract_evidence(rows))
+    assert (verdict.category, verdict.root_cause_line) == (C.UNKNOWN, rows[-1])

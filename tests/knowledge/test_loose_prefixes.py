@@ -71,3 +71,18 @@ def test_prose_a_heading_or_code_before_an_exception_stays_the_message(line: str
 )
 def test_tags_before_indented_text_leave_the_indentation(line: str, body: str) -> None:
     assert parse(line).body == body
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "body"),
+    [
+        ('1756144012376,"(EngineCore_0 pid=75) ERROR 08-25 10:46:52 [core.py:700]   File ""/x/core.py"", line 80, in '
+         '__init__"', "EngineCore_0 pid=75", '  File "/x/core.py", line 80, in __init__'),
+        ("1756144014882,(APIServer pid=1) RuntimeError: Engine core initialization failed.", "APIServer pid=1",
+         "RuntimeError: Engine core initialization failed."),
+        ('1700000000,"ValueError: bad value ""x"", see above"', "", 'ValueError: bad value "x", see above'),
+    ],
+)
+def test_a_log_stores_csv_row_carries_the_line_as_its_field(line: str, key: str, body: str) -> None:
+    p = parse(line)
+    assert (p.key, p.body) == (key, body)
