@@ -28,6 +28,7 @@ MARKERS: tuple[MarkerSpec, ...] = (
     MarkerSpec("engine_init", "LLM engine (v", Phase.IMPORT),
     MarkerSpec("dist_init_begin", "Init torch distributed begin", Phase.MODEL_LOAD),
     MarkerSpec("dist_init_end", "Init torch distributed ends", Phase.MODEL_LOAD),
+    MarkerSpec("dist_init_end", "is assigned as DP rank", Phase.MODEL_LOAD),  # vLLM: `rank 0 in world size 1 is ...`
     MarkerSpec("load_weight_begin", "Load weight begin", Phase.MODEL_LOAD),
     MarkerSpec("load_model_begin", "Starting to load model", Phase.MODEL_LOAD),
     MarkerSpec("load_weight_end", "Load weight end", Phase.MEMORY_ALLOC),

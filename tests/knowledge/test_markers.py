@@ -26,6 +26,8 @@ TS = "[2025-05-09 19:11:16 TP0] "
     [
         ("[2025-05-09 19:11:15] server_args=ServerArgs(model_path='/m')", Phase.IMPORT),
         (TS + "Init torch distributed begin.", Phase.MODEL_LOAD),
+        ("INFO 05-03 20:21:10 [parallel_state.py:1004] rank 3 in world size 4 is assigned as DP rank 0, PP rank 0, "
+         "TP rank 3", Phase.MODEL_LOAD),
         (TS + "Load weight begin. avail mem=94.02 GB", Phase.MODEL_LOAD),
         (TS + "Load weight end. type=X, dtype=torch.bfloat16, avail mem=44 GB, mem usage=50 GB.", Phase.MEMORY_ALLOC),
         (TS + "KV Cache is allocated. #tokens: 903439, K size: 16.2 GB", Phase.MEMORY_ALLOC),
