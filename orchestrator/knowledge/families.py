@@ -108,8 +108,11 @@ FAMILIES: tuple[Family, ...] = (
            r"|torch[/\\]utils[/\\]cpp_extension\.py|[/\\]jit[/\\]"
            r"|_jit\.py\"|jit_\w+\.py\"|cutlass[/\\](?:base_)?dsl|[/\\]cute[/\\]|nvrtc|tvm_ffi|torch[/\\]_inductor"
            r"|in (?:build_and_load|jit_load|load_jit\w*|_jit_compile|build_jit\w*|_build_\w*extension\w*)$"),
+    # (The KV transfer engines of prefill/decode disaggregation move the cache between servers as NCCL moves tensors:
+    # SGLang's disaggregation/<engine>/, vLLM's distributed/kv_transfer/, a Python binding's transfer_engine.py.)
     Family("distributed_code", C.NCCL_ERROR, 50,
-           frames=r"torch[/\\]distributed[/\\]|pynccl|[/\\]nccl\w*\.py|custom_all_reduce|parallel_state\.py"),
+           frames=r"torch[/\\]distributed[/\\]|pynccl|[/\\]nccl\w*\.py|custom_all_reduce|parallel_state\.py"
+           r"|[/\\]kv_transfer[/\\]|[/\\]disaggregation[/\\](?:mooncake|nixl|ascend|mori)[/\\]|transfer_engine\.py"),
 )
 
 BY_ID: dict[str, Family] = {f.id: f for f in FAMILIES}

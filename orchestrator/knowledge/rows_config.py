@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from orchestrator.knowledge.families import ARGS_FRAMES, BAD_INPUT_TYPES
 from orchestrator.knowledge.patterns import Signature, sig
-from orchestrator.knowledge.vocabulary import names_argument
+from orchestrator.knowledge.vocabulary import names_argument, names_no_socket_errno
 from orchestrator.model import Category as C
 from orchestrator.model import Phase as P
 
@@ -129,7 +129,7 @@ CONFIG_ROWS: tuple[Signature, ...] = (
         r"|mode|value|format|feature|arch\w*)\b|\bdoes(?: not|n't) (?:yet )?support\b|\bonly supports?\b"
         r"|\bonly (?:be )?supported (?:on|for|with|by|in|when|if)\b|\bno longer supports?\b|\bno longer supported\b"
         r"|\bsupports? [^.;]{1,80}, but got\b",
-        ("support", "Support"),
+        ("support", "Support"), vocabulary=names_no_socket_errno,
         example="ValueError: This configuration is not supported on this platform."),
     sig("flag_combination", C.UNSUPPORTED_CONFIG, 55,
         r"(?i)\b(?:is|are) (?:not )?(?:compatible|incompatible) with\b|\b(?:is|are) required (?:when|if|with)\b"
@@ -142,7 +142,7 @@ CONFIG_ROWS: tuple[Signature, ...] = (
         example="ValueError: --enable-dp-attention cannot be used with --disable-radix-cache"),
     sig("unsupported_word", C.UNSUPPORTED_CONFIG, 40,
         r"(?i)(?<!\.)\bunsupported\b(?! operand)|\bnot (?:yet )?(?:been )?(?:supported|implemented)\b|\bnot support\b",
-        ("nsupported", "NSUPPORTED", "supported", "implemented", "ot support"),
+        ("nsupported", "NSUPPORTED", "supported", "implemented", "ot support"), vocabulary=names_no_socket_errno,
         example="RuntimeError: Unsupported head_dim: 96"),  # not a dotted name's part (`torch._dynamo.exc.Unsupported`)
     sig("not_implemented", C.UNSUPPORTED_CONFIG, 45, r"\bNotImplementedError\b", "NotImplementedError",
         example="NotImplementedError: fp8 kv cache is not implemented for this backend"),

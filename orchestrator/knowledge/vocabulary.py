@@ -194,6 +194,19 @@ def reports_no_caught_import(message: str) -> bool:
     return _CAUGHT_IMPORT.search(message) is None
 
 
+_SOCKET_ERRNO = re.compile(
+    r"\b(?:Address family|Protocol family|Protocol|Socket type) not supported(?: by protocol(?: family)?)?\b"
+)
+"""The C library's words for a socket the system cannot create (EAFNOSUPPORT, EPFNOSUPPORT, EPROTONOSUPPORT,
+ESOCKTNOSUPPORT: IPv6 turned off on the host, a transport the kernel lacks): the network failing under whoever
+opened it, not a setting the engine refuses."""
+
+
+def names_no_socket_errno(message: str) -> bool:
+    """Whether a message's `not supported` is not the C library's statement that a socket cannot be created."""
+    return _SOCKET_ERRNO.search(message) is None
+
+
 _CARRIES_ON = re.compile(
     r"(?i)[;,.:)]\s*(?:(?:so|we|it|this|will)\s+){0,2}(?:using|use|defaulting|default(?:s)? to|falling back|fall back"
     r"|setting|set to|disabling|disabled|skipping|skipped|reducing|reduced|assuming|ignoring|ignored|continuing"

@@ -100,3 +100,29 @@ def test_a_csv_exported_traceback_keeps_its_code_lines_as_code() -> None:
             "failed. See root cause above. Failed core proc(s): {}"]
     verdict = classify(extract_evidence(rows))
     assert (verdict.category, verdict.root_cause_line) == (C.UNKNOWN, rows[-1])
+
+
+_KV_ENGINE = ["[2026-02-27 11:31:26 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+              '  File "/x/sglang/srt/disaggregation/decode.py", line 310, in _init_kv_manager',
+              "    kv_manager = kv_manager_class(",
+              '  File "/x/sglang/srt/disaggregation/mooncake/transfer_engine.py", line 181, in initialize',
+              "    ret_value = self.engine.initialize("]
+
+
+@pytest.mark.parametrize(
+    "errno", ["Address family not supported by protocol", "Protocol not supported", "Socket type not supported"],
+)
+def test_a_socket_the_system_cannot_create_is_no_refused_setting(errno: str) -> None:
+    # Raised by a KV transfer engine starting up: the distributed runtime's network failed.
+    line = f"RuntimeError: open: {errno}"
+    verdict = classify(extract_evidence([*_KV_ENGINE, line]))
+    assert (verdict.category, verdict.root_cause_line) == (C.NCCL_ERROR, line)
+    # Anywhere else it is a plain exception, not an unsupported configuration.
+    elsewhere = ["Traceback (most recent call last):", '  File "/srv/app/metrics.py", line 12, in serve',
+                 "    sock = socket.socket(socket.AF_INET6)", f"OSError: [Errno 97] {errno}"]
+    assert classify(extract_evidence(elsewhere)).category is C.PYTHON_EXCEPTION_OTHER
+
+
+def test_a_kv_transfer_engines_own_refusal_of_a_setting_stays_one() -> None:
+    line = "ValueError: The transport protocol 'efa' is not supported by this transfer engine build."
+    assert classify(extract_evidence([*_KV_ENGINE, line])).category is C.UNSUPPORTED_CONFIG
