@@ -26,8 +26,9 @@ ANSI_RE = re.compile(
 )
 """Terminal colour and cursor codes, also as syslog writes control characters (`#033[1;36m`, a trailing `#015`)."""
 
-_LEVELS = {"WARN": "WARNING", "E": "ERROR", "W": "WARNING", "I": "INFO", "F": "FATAL", "D": "DEBUG"}
+_LEVELS = {"WARN": "WARNING", "E": "ERROR", "W": "WARNING", "I": "INFO", "F": "FATAL", "D": "DEBUG", "TRACE": "DEBUG"}
 _LEVEL = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
+_LOWER_LEVEL = r"trace|debug|info|warning|warn|error|critical|fatal"
 
 _PAREN = re.compile(r"\(([^()]{0,80}?\bpid=\d+[^()]{0,60})\)\s?")
 _SGL = re.compile(r"\[((?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?)((?: (?:DP|TP|EP|PP|CP|PD|ATTN)\d+)*)\] ?")
@@ -122,7 +123,11 @@ _TAGS_BEFORE_INDENT = re.compile(
 )
 """Tags before indented text (a traceback's frame or code line under a worker's tag): stripped up to the
 indentation, which is the message's own."""
-_TAG_LEVEL = re.compile(rf"[\[(]({_LEVEL})[\])]")
+_TAG_LEVEL = re.compile(rf"[\[(]({_LEVEL}|{_LOWER_LEVEL})[\])]")
+"""A level as a tag of its own: `[ERROR]`, and the lower-case `[error]` of spdlog's default layout."""
+_LOWER_TAG_LEVEL = re.compile(rf"\[(?:{_LOWER_LEVEL})\]")
+"""spdlog's level tag (`[<time>][<component>][error][tid:<id>] ...`, the loggers built on it): tags that hold one are
+the line's prefix, whatever follows them."""
 _CLOSING = re.compile(r"(?:`{1,3}|\*\*)\s*$")
 _FLAT_TAG = re.compile(r" \[(?:rank|default)\d+\]: ")
 """A rank tag inside a line: a paste that lost its line breaks joined a rank's traceback into one line."""
@@ -189,7 +194,7 @@ def parse(text: str) -> Parsed:
                 break
             decorated = decorated or d.group(0)[:1] in "`*"
             tagged = _TAG_LEVEL.search(d.group(0))
-            level = tagged.group(1) if tagged else level
+            level = tagged.group(1).upper() if tagged else level
             pos = d.end()
             continue
         pos, layer_ts, layer_level, layer_key, layer_style = layer
@@ -289,7 +294,8 @@ def _tags(text: str, pos: int) -> re.Match[str] | None:
         return None
     end = m.end()
     tight = _TAGS_BEFORE_INDENT.match(text, pos)
-    if _MESSAGE_START.match(text, end) or _layer(text, end) is not None or _DECORATION.match(text, end):
+    if (_MESSAGE_START.match(text, end) or _layer(text, end) is not None or _DECORATION.match(text, end)
+            or _LOWER_TAG_LEVEL.search(m.group(0))):
         if tight is not None and text.startswith('File "', end):
             return tight  # a frame keeps its indentation: the traceback tells code from message by it
         key = m.group(0).strip()

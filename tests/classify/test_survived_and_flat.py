@@ -126,3 +126,12 @@ def test_a_socket_the_system_cannot_create_is_no_refused_setting(errno: str) -> 
 def test_a_kv_transfer_engines_own_refusal_of_a_setting_stays_one() -> None:
     line = "ValueError: The transport protocol 'efa' is not supported by this transfer engine build."
     assert classify(extract_evidence([*_KV_ENGINE, line])).category is C.UNSUPPORTED_CONFIG
+
+
+def test_a_failure_logged_under_spdlogs_error_tag_is_no_healthy_log() -> None:
+    lines = ["[19:08:34.164951][GC          ][error][tid:44F8A] Failed to load the kernel for node 12: GLUE_FAILED",
+             "[19:08:34.164986][PASS_MANAGER][error][tid:44F8A] Graph optimization failed pass: loadKernels"]
+    verdict = classify(extract_evidence(lines))
+    assert verdict.category is not C.HEALTHY and verdict.root_cause_line == lines[0]
+    quiet = ["[19:08:34.164951][GC          ][info][tid:44F8A] Loaded 12 kernels, 0 failed to load"]
+    assert classify(extract_evidence(quiet)).category is C.HEALTHY

@@ -86,3 +86,21 @@ def test_tags_before_indented_text_leave_the_indentation(line: str, body: str) -
 def test_a_log_stores_csv_row_carries_the_line_as_its_field(line: str, key: str, body: str) -> None:
     p = parse(line)
     assert (p.key, p.body) == (key, body)
+
+
+@pytest.mark.parametrize(
+    ("line", "level", "body"),
+    [
+        ("[19:08:34.164951][GC          ][error][tid:44F8A] Failed to load the kernel for node 12", "ERROR",
+         "Failed to load the kernel for node 12"),
+        ("[2024-01-01 10:00:00.123] [engine] [warning] queue is slow", "WARNING", "queue is slow"),
+        ("[2024-01-01 10:00:00.123] [engine] [trace] step 3", "DEBUG", "step 3"),
+    ],
+)
+def test_spdlogs_lower_case_level_tag_makes_the_tags_a_prefix(line: str, level: str, body: str) -> None:
+    p = parse(line)
+    assert (p.level, p.body) == (level, body)
+
+
+def test_a_bracketed_word_that_is_no_level_stays_in_the_message() -> None:
+    assert parse("[2024-01-01 10:00:00.123] [engine] [errors] 3 so far").body == "[engine] [errors] 3 so far"
