@@ -11,11 +11,10 @@ from __future__ import annotations
 import itertools
 import posixpath
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from orchestrator.errors import LaunchError
-from orchestrator.model import SchedulerEnd
 from orchestrator.secret import SecretRef
 from orchestrator.transport.base import CommandResult, Transport
 from orchestrator.transport.shell import quote
@@ -200,26 +199,6 @@ class Launcher:
             return Stopped(self.transport.kill_group(launch.pgid, grace_s))
         sigkilled, after = self.transport.kill_group_then(launch.pgid, grace_s, then)
         return Stopped(sigkilled, after)
-
-    def placed(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> Launch:
-        """The launch once it runs where it can be probed (a started process group already does)."""
-        return launch
-
-    def killed_by_scheduler(self, launch: Launch) -> SchedulerEnd | None:
-        """How a batch scheduler ended the launch (time limit, preemption, outside cancel), if it did."""
-        return None
-
-    def ends_after_fatal(self, launch: Launch) -> bool:
-        """Whether a launch that printed a fatal line but still runs ends by itself in a moment (a batch job whose
-        last line is its scheduler's leaves the queue); a process group of ours is stopped at once."""
-        return False
-
-    def cancel_leftovers(self, job_ids: list[str], grace_s: float) -> list[str]:
-        """End the batch jobs among `job_ids` still queued or running (their stop failed); the ones ended."""
-        return []
-
-    def abandon(self) -> None:
-        """The orchestrator is interrupted: end what only it could end (a batch job); launches of ours resume."""
 
 
 def oversized_words(spec: LaunchSpec, secrets: Mapping[str, str]) -> list[str]:

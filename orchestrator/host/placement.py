@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Protocol
 
 from orchestrator.errors import HostBusy
@@ -27,10 +27,11 @@ from orchestrator.host.facts import (
 )
 from orchestrator.host.launcher import Launch
 from orchestrator.host.ports import PortSurvey, candidates, parse_survey, pick_free, spaced_from, survey_command
+from orchestrator.model import SchedulerEnd
 from orchestrator.probe.client import ProbeClient
 from orchestrator.transport import HostBreaker
 from orchestrator.transport.base import CommandResult
-from orchestrator.transport.shell import quote
+from orchestrator.transport.shell import ShellCommand, quote
 
 if TYPE_CHECKING:
     from orchestrator.host.session import HostSession
@@ -68,6 +69,20 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         continue
 print("foreign" if inodes else "none")
 """
+# Arguments: pairs of (pgid, run dir). Prints each pgid whose group is alive and whose leader works in
+# that run directory (every launch starts there), so a pgid reused by a stranger is never taken for ours.
+# A sweep's groups are nearly all gone: the builtin `kill -s 0` drops those without starting a process, and
+# `ps` (a zombie leader passes `kill -s 0`) runs only once some group passes it.
+_OURS_ALIVE = """live=
+while [ $# -ge 2 ]; do
+  pg=$1; run=$2; shift 2
+  kill -s 0 -- "-$pg" 2>/dev/null || continue
+  [ -n "$live" ] || live=$(ps -eo pgid=,stat= | awk '$2 !~ /^Z/ {print $1}')
+  printf '%s\\n' "$live" | grep -qx -- "$pg" || continue
+  dir=$(readlink -f -- "$run" 2>/dev/null)
+  [ -n "$dir" ] && [ "$(readlink "/proc/$pg/cwd" 2>/dev/null)" = "$dir" ] && echo "$pg"
+done
+exit 0"""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,6 +141,22 @@ class Placement(Protocol):
 
     def worker_session(self, breaker: HostBreaker | None) -> HostSession:
         """A session to this host for one more worker thread of the sweep, with a placement like this one."""
+
+    def placed(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> Launch:
+        """The launch once it runs where it can be probed (`on_wait`: told each new state while it waits)."""
+
+    def ended(self, launch: Launch, exit_code: int | None, fatal_seen: bool) -> tuple[bool, SchedulerEnd | None]:
+        """Whether the launch ended by itself before our stop (`exit_code`: its own, if it left one; `fatal_seen`:
+        its log printed a fatal line), and how a batch scheduler ended it, if one did."""
+
+    def end_unfinished(self, launch: Launch, grace_s: float) -> None:
+        """End a launch whose watcher is gone (the sweep was interrupted), whoever runs it."""
+
+    def reap(self, finished: list[Launch], grace_s: float) -> list[int]:
+        """End what outlived these finished launches (their stop failed); the process groups of ours ended."""
+
+    def abandon(self) -> None:
+        """The orchestrator is interrupted: end what only it could end; a launch it can re-attach to runs on."""
 
 
 class LocalGpus:
@@ -293,3 +324,33 @@ class LocalGpus:
         twin = self.host.sharing_connection()
         twin.placement = LocalGpus(twin, self.gpus)
         return twin
+
+    def placed(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> Launch:
+        """As started: its GPUs and port were picked here before its start, and its process group runs there."""
+        return launch
+
+    def ended(self, launch: Launch, exit_code: int | None, fatal_seen: bool) -> tuple[bool, SchedulerEnd | None]:
+        """Ended by itself when it left an exit code or no process of its group is left; no scheduler ends ours (a
+        group still running after a fatal line is stopped at once)."""
+        return exit_code is not None or not self.host.launcher.alive(launch), None
+
+    def end_unfinished(self, launch: Launch, grace_s: float) -> None:
+        """Its process group, on this host, once it has one: SIGTERM, SIGKILL after `grace_s`."""
+        if launch.pgid:  # 0 is no group of its own: kill(0) would signal the caller's
+            self.host.transport.kill_group(launch.pgid, grace_s)
+
+    def reap(self, finished: list[Launch], grace_s: float) -> list[int]:
+        """The groups still alive whose leader works in the launch's run directory (a pgid reused by a stranger is
+        never taken for ours), each stopped."""
+        pairs = [(launch.pgid, launch.spec.run_dir) for launch in finished if launch.pgid]
+        if not pairs:
+            return []
+        words = [word for pgid, run_dir in pairs for word in (pgid, run_dir)]
+        out = self.host.transport.run(ShellCommand("sh", "-c", _OURS_ALIVE, "ours-alive", *words).raw(), timeout=60)
+        reaped = sorted({int(word) for word in out.text.split() if word.isdigit()})
+        for pgid in reaped:
+            self.host.transport.kill_group(pgid, grace_s)
+        return reaped
+
+    def abandon(self) -> None:
+        """Nothing: a launch of ours is a detached process group, which `--resume` re-attaches to or reaps."""

@@ -8,13 +8,14 @@ or the job's own here: Slurm allocates the GPUs, the job picks its port on its n
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from orchestrator.host.facts import GpuHolder
 from orchestrator.host.launcher import Launch
 from orchestrator.host.placement import GpuReading
 from orchestrator.host.ports import candidates
 from orchestrator.host.session import HostSession
+from orchestrator.model import SchedulerEnd
 from orchestrator.probe.client import ProbeClient
 from orchestrator.slurm.jobs import SlurmLauncher, watch_for
 from orchestrator.transport import HostBreaker
@@ -50,6 +51,7 @@ class SlurmPlacement:
 
     def __init__(self, host: HostSession, launcher: SlurmLauncher) -> None:
         self.host = host
+        self.jobs = launcher
         self.partition = launcher.slurm.partition
         self.free_seen: dict[int, float] = {}  # never seen: Slurm vouches for the GPUs it hands out
 
@@ -123,3 +125,29 @@ class SlurmPlacement:
         """A connection of its own: each watches Slurm jobs, and dozens at once would pass the 10 sessions sshd
         allows on one connection."""
         return HostSession.open(self.host.config, breaker, place_on_slurm)
+
+    def placed(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> Launch:
+        """Once its job runs and wrote its placement (node, port, GPUs); `on_wait`: told each queue state meanwhile."""
+        return self.jobs.placed(launch, on_wait)
+
+    def ended(self, launch: Launch, exit_code: int | None, fatal_seen: bool) -> tuple[bool, SchedulerEnd | None]:
+        """A job that printed a fatal line may still be leaving the queue (its last line may be slurmstepd's): given a
+        moment; an end Slurm caused (time limit, preemption, an outside scancel) is then named as Slurm's."""
+        alone = exit_code is not None or not self.jobs.alive(launch)
+        if not alone and fatal_seen:
+            alone = self.jobs.ends_after_fatal(launch)
+        return alone, self.jobs.killed_by_scheduler(launch) if alone else None
+
+    def end_unfinished(self, launch: Launch, grace_s: float) -> None:
+        """scancel its job, if it has one yet and it is still queued or running (its processes are on a node)."""
+        if launch.job_id:
+            self.jobs.cancel_leftovers([launch.job_id], grace_s)
+
+    def reap(self, finished: list[Launch], grace_s: float) -> list[int]:
+        """The jobs among them still queued (their scancel failed) are cancelled; no process group of ours runs here."""
+        self.jobs.cancel_leftovers([launch.job_id for launch in finished if launch.job_id], grace_s)
+        return []
+
+    def abandon(self) -> None:
+        """Cancel every job this process submitted and has not seen end; the attempts still watching one stop."""
+        self.jobs.abandon()

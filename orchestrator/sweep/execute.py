@@ -70,7 +70,8 @@ def execute_run(
     """Watch one started (or re-attached) server: wait ready, probe, harvest, stop, and name the outcome."""
     launcher = session.launcher
     # A batch job first waits in the queue: its launch starts when it runs, and only then has a port.
-    launch = launcher.placed(launch, (lambda state: on_event(f"{QUEUED_EVENT}: {state}", None)) if on_event else None)
+    placement = session.placement
+    launch = placement.placed(launch, (lambda state: on_event(f"{QUEUED_EVENT}: {state}", None)) if on_event else None)
     started = launch.started_at
     spec = launch.spec
     asked = asked_flags([w for w in spec.argv if not isinstance(w, SecretRef)])
@@ -83,7 +84,7 @@ def execute_run(
             live.timings[name] = value
     probes: tuple[ProbeResult, ...] = ()
     speed: dict[str, Any] | None = None
-    client = session.placement.client(launch)
+    client = placement.client(launch)
     try:
         ready = wait_ready(
             client, is_alive=lambda: launcher.alive(launch), poll_log=live.poll, deadlines=settings.deadlines,
@@ -92,7 +93,7 @@ def execute_run(
         if (
             ready.ready
             and not _says_listening(live, spec.port)
-            and session.placement.port_owner(spec.port, launch.pgid) == "foreign"
+            and placement.port_owner(spec.port, launch.pgid) == "foreign"
         ):
             # Another server answered on our port (ours lost the race to bind it): probing it would
             # judge the wrong server. Our launch is dying of the bind error; let its log say so.
@@ -115,12 +116,10 @@ def execute_run(
         # Read before our own stop: only a server that ended by itself leaves an exit code, and
         # then the (costlier) liveness check is not needed.
         exit_code = launcher.exit_code(launch)
-        died_alone = exit_code is not None or not launcher.alive(launch)
-        if not died_alone and live.fatal_line is not None:  # (`ready` is unset when a signal cut the wait)
-            died_alone = launcher.ends_after_fatal(launch)
-        killed = launcher.killed_by_scheduler(launch) if died_alone else None
+        # The fatal line, not `ready`: `ready` is unset when a signal cut the wait.
+        died_alone, killed = placement.ended(launch, exit_code, live.fatal_line is not None)
         marks.mark("harvest_s")
-        sigkilled, gpus_after = session.placement.stop(launch, settings.deadlines.stop_grace)
+        sigkilled, gpus_after = placement.stop(launch, settings.deadlines.stop_grace)
         if sigkilled:
             # Survived SIGTERM for the whole grace (ranks hung in shutdown): worth seeing in the record.
             live.timings["sigkill_after_s"] = settings.deadlines.stop_grace
@@ -145,7 +144,7 @@ def execute_run(
     verdict = classify(evidence, outcome)
     marks.mark("classify_s")
     try:
-        released, leftovers = session.placement.wait_released(spec.gpus, settings.deadlines.gpu_release, gpus_after)
+        released, leftovers = placement.wait_released(spec.gpus, settings.deadlines.gpu_release, gpus_after)
     except NoGpuReading as exc:
         # The verdict stands (it is the server's); its GPUs are not handed out again while nobody can read them.
         log.warning("%s: GPUs of %s not verified free: %s", session.config.name, spec.run_id, exc.problem)

@@ -23,7 +23,7 @@ from orchestrator.errors import OrchestratorError
 from orchestrator.host.session import HostSession
 from orchestrator.store.records import RunRecord
 from orchestrator.store.sqlite import Store
-from orchestrator.sweep.recover import recover_launch
+from orchestrator.sweep.recover import recorded_launch, recover_launch
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -130,10 +130,7 @@ class Interrupts:
     def _kill_groups(self, session: HostSession, *, runs: list[RunRecord]) -> None:
         for run in runs:
             with contextlib.suppress(OrchestratorError):
-                if run.job_id:  # a batch job: the scheduler ends it (its process group is on a node, not here)
-                    session.launcher.cancel_leftovers([run.job_id], self.grace_s)
-                elif run.pgid is not None:
-                    session.transport.kill_group(run.pgid, self.grace_s)
+                session.placement.end_unfinished(recorded_launch(run), self.grace_s)
 
     def _on_host(self, host: str, work: Callable[[HostSession], None]) -> bool:
         """Run `work` over a new session to `host`; False (and the reason kept) when the host cannot be reached."""

@@ -26,25 +26,8 @@ from orchestrator.sweep.cell_run import launch_env, record_unlaunched, watch_att
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.preflight import Preflight, invalid_verdict
 from orchestrator.sweep.scheduler import Job
-from orchestrator.transport.shell import ShellCommand
 
 EventSink = Callable[[Cell, str, Phase | None], None]
-
-# Arguments: pairs of (pgid, run dir). Prints each pgid whose group is alive and whose leader works in
-# that run directory (every launch starts there), so a pgid reused by a stranger is never taken for ours.
-# A sweep's groups are nearly all gone: the builtin `kill -s 0` drops those without starting a process, and
-# `ps` (a zombie leader passes `kill -s 0`) runs only once some group passes it.
-_OURS_ALIVE = """live=
-while [ $# -ge 2 ]; do
-  pg=$1; run=$2; shift 2
-  kill -s 0 -- "-$pg" 2>/dev/null || continue
-  [ -n "$live" ] || live=$(ps -eo pgid=,stat= | awk '$2 !~ /^Z/ {print $1}')
-  printf '%s\\n' "$live" | grep -qx -- "$pg" || continue
-  dir=$(readlink -f -- "$run" 2>/dev/null)
-  [ -n "$dir" ] && [ "$(readlink "/proc/$pg/cwd" 2>/dev/null)" = "$dir" ] && echo "$pg"
-done
-exit 0"""
-
 
 def settle_in_flight(
     store: Store,
@@ -104,7 +87,7 @@ def settle_in_flight(
             try:
                 list(pool.map(follow, alive_ones))
             except BaseException:
-                session.launcher.abandon()  # a batch job of ours must not run on unwatched
+                session.placement.abandon()  # a batch job of ours must not run on unwatched
                 raise
 
 
@@ -113,6 +96,11 @@ def recover_launch(session: HostSession, run: RunRecord) -> Launch | None:
     if not run.run_dir:
         return None
     return session.launcher.recover(recover_spec(run))
+
+
+def recorded_launch(run: RunRecord) -> Launch:
+    """The launch of a run as the store recorded it (its process group or batch job), without asking the host."""
+    return Launch(recover_spec(run), run.pgid or 0, job_id=run.job_id)
 
 
 def recover_spec(run: RunRecord) -> LaunchSpec:
@@ -142,17 +130,8 @@ def reap_orphans(
     `host`: only the runs on that host (a pool's other hosts have their own process tables).
     """
     finished = [r for r in store.runs(sweep_id) if r.state not in UNFINISHED_STATES and host in (None, r.host)]
-    # A batch job whose scancel failed is still queued: its run has a job id, and no process group here.
-    session.launcher.cancel_leftovers([r.job_id for r in finished if r.job_id], grace_s)
-    pairs = [(r.pgid, r.run_dir) for r in finished if r.pgid]
-    if not pairs:
-        return []
-    words = [word for pgid, run_dir in pairs for word in (pgid, run_dir or "")]
-    out = session.transport.run(ShellCommand("sh", "-c", _OURS_ALIVE, "ours-alive", *words).raw(), timeout=60)
-    reaped = sorted({int(word) for word in out.text.split() if word.isdigit()})
-    for pgid in reaped:
-        session.transport.kill_group(pgid, grace_s)
-    return reaped
+    # A process group of ours that outlived its run, or a batch job whose scancel failed (still queued).
+    return session.placement.reap([recorded_launch(r) for r in finished], grace_s)
 
 
 def record_invalid(store: Store, sweep_id: str, host: str, plan: CellPlan) -> None:

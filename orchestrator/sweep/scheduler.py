@@ -144,7 +144,7 @@ class Scheduler:
                             self._finished(in_flight.pop(future), slots.pop(future), future.result(), pending)
                 except BaseException:
                     # Before the pool waits for its workers: a batch job of ours must not run on unwatched.
-                    self.main.launcher.abandon()
+                    self.main.placement.abandon()
                     raise
             if self.watch is not None:  # down on its last cell in flight: no round of starts asked `up()` since
                 self.watch.say_down("nothing else was queued for it")
