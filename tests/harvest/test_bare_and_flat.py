@@ -104,3 +104,17 @@ def test_a_line_after_an_exception_that_states_its_own_failure_keeps_it() -> Non
              "value. [type=value_error]"]
     verdict = classify(extract_evidence(lines))
     assert (verdict.category, verdict.root_cause_line) == (C.INVALID_ARGUMENT, lines[-1])
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ['1756144013378,"(APIServer pid=1) ERROR 08-25 10:46:53 [core.py:1]   File ""/x/utils.py"", line 759, in w"',
+         '1756144013378,"(APIServer pid=1) ERROR 08-25 10:46:53 [core.py:1]     raise RuntimeError(""failed. """',
+         "1756144014882,(APIServer pid=1) ERROR 08-25 10:46:53 [core.py:1] RuntimeError: failed. See the cause above."],
+        ["[19:08:34.164951][GC          ][error][tid:44F8A] Failed to load the kernel for node 12: GLUE_FAILED",
+         "[19:08:34.165002][SYN_RECIPE  ][info][tid:44F8A] compileGraph: done"],
+    ],
+)
+def test_the_live_feed_reads_exported_and_spdlog_lines_as_a_file_read_does(lines: list[str]) -> None:
+    assert _live(lines) == extract_evidence(lines).to_dict()
