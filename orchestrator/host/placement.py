@@ -136,14 +136,13 @@ class Placement(Protocol):
     def port_owner(self, port: int, pgid: int) -> str:
         """Who listens on a launch's port: "ours", "foreign", "none" or "unknown"."""
 
-    def client(self, launch: Launch) -> ProbeClient:
-        """An HTTP client for a started launch's server."""
 
     def worker_session(self, breaker: HostBreaker | None) -> HostSession:
         """A session to this host for one more worker thread of the sweep, with a placement like this one."""
 
-    def placed(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> Launch:
-        """The launch once it runs where it can be probed (`on_wait`: told each new state while it waits)."""
+    def reach(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> tuple[Launch, ProbeClient]:
+        """The launch once it runs where it can be probed (`on_wait`: told each new state while it waits), and an
+        HTTP client for its server."""
 
     def ended(self, launch: Launch, exit_code: int | None, fatal_seen: bool) -> tuple[bool, SchedulerEnd | None]:
         """Whether the launch ended by itself before our stop (`exit_code`: its own, if it left one; `fatal_seen`:
@@ -314,9 +313,10 @@ class LocalGpus:
         out = self.host.sh(f"{quote(self.host.config.python)} -S -c {script} {port} {pgid}", timeout=30).text.strip()
         return out if out in ("ours", "foreign", "none") else "unknown"
 
-    def client(self, launch: Launch) -> ProbeClient:
-        """On the host's loopback (through SSH when the host is remote)."""
-        return self.host.probe_client(launch.spec.port, api_key=launch.api_key)
+    def reach(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> tuple[Launch, ProbeClient]:
+        """As started (its GPUs and port were picked here, and its process group runs here), on the host's loopback
+        (through SSH when the host is remote)."""
+        return launch, self.host.probe_client(launch.spec.port, api_key=launch.api_key)
 
     def worker_session(self, breaker: HostBreaker | None) -> HostSession:
         """Over the host's own connection, a channel per command (sshd allows 10 sessions on one connection, more
@@ -324,10 +324,6 @@ class LocalGpus:
         twin = self.host.sharing_connection()
         twin.placement = LocalGpus(twin, self.gpus)
         return twin
-
-    def placed(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> Launch:
-        """As started: its GPUs and port were picked here before its start, and its process group runs there."""
-        return launch
 
     def ended(self, launch: Launch, exit_code: int | None, fatal_seen: bool) -> tuple[bool, SchedulerEnd | None]:
         """Ended by itself when it left an exit code or no process of its group is left; no scheduler ends ours (a

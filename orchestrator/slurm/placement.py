@@ -117,18 +117,16 @@ class SlurmPlacement:
         """Not knowable from the login node."""
         return "unknown"
 
-    def client(self, launch: Launch) -> ProbeClient:
-        """HTTP to the job's node and port: straight from here, or through the login node's SSH channel."""
-        return self.host.probe_client(launch.spec.port, launch.api_key, node=launch.node or "127.0.0.1")
+    def reach(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> tuple[Launch, ProbeClient]:
+        """Once its job runs and wrote its placement (node, port, GPUs; `on_wait`: told each queue state meanwhile),
+        HTTP to the job's node and port: straight from here, or through the login node's SSH channel."""
+        placed = self.jobs.placed(launch, on_wait)
+        return placed, self.host.probe_client(placed.spec.port, placed.api_key, node=placed.node or "127.0.0.1")
 
     def worker_session(self, breaker: HostBreaker | None) -> HostSession:
         """A connection of its own: each watches Slurm jobs, and dozens at once would pass the 10 sessions sshd
         allows on one connection."""
         return HostSession.open(self.host.config, breaker, place_on_slurm)
-
-    def placed(self, launch: Launch, on_wait: Callable[[str], None] | None = None) -> Launch:
-        """Once its job runs and wrote its placement (node, port, GPUs); `on_wait`: told each queue state meanwhile."""
-        return self.jobs.placed(launch, on_wait)
 
     def ended(self, launch: Launch, exit_code: int | None, fatal_seen: bool) -> tuple[bool, SchedulerEnd | None]:
         """A job that printed a fatal line may still be leaving the queue (its last line may be slurmstepd's): given a

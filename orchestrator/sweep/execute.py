@@ -68,10 +68,10 @@ def execute_run(
     on_event: PhaseCallback | None = None,
 ) -> RunReport:
     """Watch one started (or re-attached) server: wait ready, probe, harvest, stop, and name the outcome."""
-    launcher = session.launcher
+    launcher, placement = session.launcher, session.placement
     # A batch job first waits in the queue: its launch starts when it runs, and only then has a port.
-    placement = session.placement
-    launch = placement.placed(launch, (lambda state: on_event(f"{QUEUED_EVENT}: {state}", None)) if on_event else None)
+    on_wait = (lambda state: on_event(f"{QUEUED_EVENT}: {state}", None)) if on_event else None
+    launch, client = placement.reach(launch, on_wait)
     started = launch.started_at
     spec = launch.spec
     asked = asked_flags([w for w in spec.argv if not isinstance(w, SecretRef)])
@@ -84,7 +84,6 @@ def execute_run(
             live.timings[name] = value
     probes: tuple[ProbeResult, ...] = ()
     speed: dict[str, Any] | None = None
-    client = placement.client(launch)
     try:
         ready = wait_ready(
             client, is_alive=lambda: launcher.alive(launch), poll_log=live.poll, deadlines=settings.deadlines,
