@@ -136,7 +136,6 @@ class Placement(Protocol):
     def port_owner(self, port: int, pgid: int) -> str:
         """Who listens on a launch's port: "ours", "foreign", "none" or "unknown"."""
 
-
     def worker_session(self, breaker: HostBreaker | None) -> HostSession:
         """A session to this host for one more worker thread of the sweep, with a placement like this one."""
 
