@@ -32,14 +32,3 @@ def known_bad_verdict(reason: str, proven: Verdict) -> Verdict:
     The root-cause line stays with the proving run (its id is in the reason), so the table shows the reason.
     """
     return Verdict(Status.SKIPPED, proven.phase, proven.category, None, reason)
-
-
-def scheduler_killed_verdict(verdict: Verdict, state: str, reason: str) -> Verdict:
-    """A launch the batch scheduler ended (time limit, preemption, node failure, an outside scancel).
-
-    Never a pass: the server did not finish its probes on its own terms. Only running out of the job's
-    memory says something about the server's configuration (`fail`); the rest are the cluster's (`infra`).
-    """
-    status = Status.FAIL if state == "OUT_OF_MEMORY" else Status.INFRA
-    phase = verdict.phase if verdict.status is not Status.PASS else Phase.AFTER_DECODE
-    return Verdict(status, phase, Category.PROCESS_KILLED, verdict.root_cause_line, reason=reason)
