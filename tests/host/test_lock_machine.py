@@ -4,39 +4,17 @@ real loopback sshd, are refused like one; other GPUs, or no UUIDs, lock apart as
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from orchestrator.errors import HostBusy
 from orchestrator.host.lock import HostLock, LockOwner, machine_lock_dir, parse_owner
-from orchestrator.transport import open_transport
 from orchestrator.transport.base import Transport
 from orchestrator.transport.local import LocalTransport
-from tests.sshd_host import SshdHost
-
-
-@pytest.fixture
-def gpus() -> Iterator[list[str]]:
-    """GPU UUIDs of this test alone (the lock lives in /tmp, shared by every test on the machine)."""
-    ids = [f"GPU-{uuid.uuid4()}" for _ in range(2)]
-    yield ids
-    shutil.rmtree(machine_lock_dir(ids), ignore_errors=True)
-
-
-@pytest.fixture(params=["local", "ssh"])
-def transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
-    if request.param == "local":
-        yield LocalTransport()
-        return
-    sshd: SshdHost = request.getfixturevalue("sshd")
-    with open_transport(sshd.target()) as t:
-        yield t
 
 
 def test_two_workdirs_on_one_machine_share_the_gpus_lock(transport: Transport, tmp_path: Path, gpus: list[str]) -> None:

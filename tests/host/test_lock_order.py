@@ -4,41 +4,17 @@ either leaves the refused sweep holding nothing, so two sweeps after the same lo
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from orchestrator.errors import HostBusy
 from orchestrator.host.lock import HostLocks, LockOwner, machine_lock_dir
-from orchestrator.transport import open_transport
 from orchestrator.transport.base import Transport
 from orchestrator.transport.local import LocalTransport
-from tests.sshd_host import SshdHost
-
-
-@pytest.fixture
-def gpus() -> Iterator[list[str]]:
-    """GPU UUIDs of this test alone (the machine lock lives in /tmp, shared by every test on the machine)."""
-    ids = [f"GPU-{uuid.uuid4()}" for _ in range(2)]
-    yield ids
-    for some in (ids, ids[:1]):
-        shutil.rmtree(machine_lock_dir(some), ignore_errors=True)
-
-
-@pytest.fixture(params=["local", "ssh"])
-def transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
-    if request.param == "local":
-        yield LocalTransport()
-        return
-    sshd: SshdHost = request.getfixturevalue("sshd")
-    with open_transport(sshd.target()) as t:
-        yield t
 
 
 def _workdir(tmp_path: Path, name: str) -> str:
