@@ -49,7 +49,7 @@ from orchestrator.knowledge import public_logs
 from orchestrator.model import Status
 
 CATCH_ALL = frozenset({"python_exception_other", "unknown"})
-FRESH = re.compile(r"labels-issue32([j-z])\.jsonl$")
+FRESH = re.compile(r"labels-issue32([j-z]\d*)\.jsonl$")
 """Batches gathered in one go and scored before any rule saw them: 32j onwards."""
 SOURCE_MESSAGES = REPO / "tests" / "data" / "source-messages"
 THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.995, 0.999, 1.01)
