@@ -176,4 +176,13 @@ CONFIG_ROWS: tuple[Signature, ...] = (
     sig("config_requirement", C.UNSUPPORTED_CONFIG, 47,
         r"^(?:[\w.]+\.)?(?:ValueError|AssertionError|NotImplementedError): [^:]{1,80}?\brequires (?!installation\b)",
         "Error", phase=P.ARG_PARSE, example="ValueError: AuxOutput Connector requires prefix caching."),
+    # An exception telling the user to switch to another backend for what the model or flags need (vLLM's `Please use
+    # Flashinfer backend for models with logits_soft_cap`, `Please use FlashInfer backend for DCP`): this backend does
+    # not support the combination. Only raised: the same advice logged as a warning is a slower fallback, not a failure.
+    sig("use_other_backend", C.UNSUPPORTED_CONFIG, 58,
+        r"^(?:[\w.]+\.)?(?:ValueError|RuntimeError|AssertionError|NotImplementedError): .{0,200}?"
+        r"\b[Pp]lease (?:use|switch to|select|choose) (?:the |an? |another )?[\w-]+ (?:attention )?backend\b",
+        "lease ",
+        example="ValueError: Please use Flashinfer backend for models with logits_soft_cap (i.e., Gemma-2). Otherwise, "
+        "the output might be wrong."),
 )

@@ -170,4 +170,13 @@ KERNEL_ROWS: tuple[Signature, ...] = (
         r"|\bundefined reference to\b|\bcollect2: (?:fatal )?error\b",
         ("ld: cannot find", "ld: error", "ld returned", "undefined reference", "collect2"), any_level=True,
         example="collect2: error: ld returned 1 exit status"),
+    # Intel Gaudi compiles each graph before it runs it: its graph compiler (GC) failing to load or build a TPC
+    # kernel, and the Synapse API and PyTorch bridge reporting the compile that failed, are that build's failure.
+    # The bridge glues its source line number to the message (`599Graph compile failed`), so no word boundary.
+    sig("gaudi_graph_compile_failed", C.KERNEL_JIT_ERROR, 72,
+        r"Failed to load tpc kernel\b|Graph compile failed\. synStatus|synGraphCompile: SYN_API_CALL failed"
+        r"|compileGraph: Can not compile graph",
+        ("tpc kernel", "Graph compile failed", "SYN_API_CALL failed", "Can not compile graph"), any_level=True,
+        example="[19:08:34.164951][GC                    ][error][tid:44F8A] Failed to load tpc kernel for node: "
+        "TPC12, GUID: cast_f32_to_bf16. Got error: GLUE_FAILED"),
 )
