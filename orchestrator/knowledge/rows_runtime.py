@@ -73,6 +73,14 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         ("lacement group", "cannot be scheduled right now", "Waiting for", "The actor or task"), any_level=True,
         example="INFO 06-07 18:13:55 [ray_utils.py:464] Waiting for creating a placement group of specs for 150 "
         "seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]."),
+    # vLLM's API server waiting on its engine core processes (logged at DEBUG every ten seconds until the handshake):
+    # a log that stops there is a start-up that hung. A crash the engine reports outranks it, and a server that
+    # starts after the wait outlived it (survival applies, as to any hang).
+    sig("engine_core_start_wait", C.HANG_OR_TIMEOUT, 44,
+        r"\bWaiting for \d+ (?:local(?:, \d+ remote)? )?core engine proc\(s\) to (?:start|connect)\b",
+        "core engine proc", any_level=True,
+        example="(APIServer pid=1) DEBUG 04-12 21:38:28 [v1/engine/utils.py:1143] Waiting for 1 local, 0 remote core "
+        "engine proc(s) to start."),
     # A scheduler that ended the job at its time limit (Slurm's `*** JOB 12 ON node CANCELLED AT <time> DUE TO TIME
     # LIMIT ***`): the run hung or was too slow and was killed at the deadline.
     sig("job_time_limit", C.HANG_OR_TIMEOUT, 58,
