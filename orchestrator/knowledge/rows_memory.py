@@ -19,10 +19,13 @@ from orchestrator.model import Phase as P
 MEMORY_ROWS: tuple[Signature, ...] = (
     # cuda_oom: the device ran out of memory, in any accelerator's and any library's words.
     # Out of memory, on any accelerator PyTorch drives (CUDA, ROCm's HIP, Ascend's NPU, Intel's XPU, Apple's MPS, ...):
-    # the same statement of the device's memory running out, whoever logs it and at whatever level.
+    # the same statement of the device's memory running out, whoever logs it and at whatever level. vLLM's re-raise
+    # of it with advice (`CUDA out of memory occurred when warming up sampler ...`) is left to the plain row below, so
+    # the original error, where the log has it, is the root line.
     sig("cuda_oom", C.CUDA_OOM, 80,
-        r"(?:CUDA|HIP|NPU|XPU|MPS|MLU|GCU|MUSA) out of memory|OutOfMemoryError|(?:CUDA|HIP) error: out of memory"
-        r"|cudaErrorMemoryAllocation|hipErrorOutOfMemory|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED",
+        r"(?:CUDA|HIP|NPU|XPU|MPS|MLU|GCU|MUSA) out of memory(?! occurred when)|OutOfMemoryError"
+        r"|(?:CUDA|HIP) error: out of memory|cudaErrorMemoryAllocation|hipErrorOutOfMemory"
+        r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED",
         ("out of memory", "OutOfMemoryError", "cudaErrorMemoryAllocation", "hipErrorOutOfMemory", "_ALLOC_FAILED"),
         any_level=True,
         example="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 380.00 MiB."),
