@@ -89,14 +89,18 @@ def part_of(source: str) -> str:
 
 def labels_of(folder: Path) -> list[dict[str, Any]]:
     """Every label of a folder, from `labels.jsonl` and any `labels-*.jsonl` beside it."""
+    return [label for path in sorted(folder.glob("labels*.jsonl")) for label in labels_in(path)]
+
+
+def labels_in(path: Path) -> list[dict[str, Any]]:
+    """The labels of one labels file, one JSON object a line."""
     out: list[dict[str, Any]] = []
-    for path in sorted(folder.glob("labels*.jsonl")):
-        for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise SystemExit(f"{path}:{no}: not JSON ({exc.msg}); fix the line") from exc
+    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise SystemExit(f"{path}:{no}: not JSON ({exc.msg}); fix the line") from exc
     return out
 
 

@@ -38,7 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from eval_classify import DEFAULT_DIRS, REPO, part_of
+from eval_classify import DEFAULT_DIRS, REPO, Scored, labels_in, part_of
 from learners import LEARNERS, Example, Predictor, abstain
 
 from orchestrator.classify.candidates import candidates
@@ -113,17 +113,12 @@ def collect(folders: list[Path]) -> list[Log]:
     for path in label_files(folders):
         m = FRESH.search(path.name)
         batch = f"32{m.group(1)}" if m else f"{path.parent.name}/{path.stem}"
-        for raw in path.read_text(encoding="utf-8").splitlines():
-            if not raw.strip():
-                continue
-            label = json.loads(raw)
+        for label in labels_in(path):
             evidence = read_evidence(path.parent / f"{label['id']}.log")
             verdict = classify(evidence)
             expected = (label.get("root_cause_line") or "").strip()
-            if expected or label["category"] != "healthy":
-                root_ok = bool(expected) and expected in (verdict.root_cause_line or "")
-            else:
-                root_ok = verdict.category.value == "healthy"
+            root_ok = Scored(path.parent.name, label["id"], label["category"], verdict.category.value,
+                             label.get("root_cause_line"), verdict.root_cause_line).root_ok
             labelled_line = next((t for t in evidence.tail if expected and expected in t), None) or expected
             out.append(Log(
                 batch, label["id"], label.get("source") or f"{path.parent.name}/{label['id']}", label["category"],
