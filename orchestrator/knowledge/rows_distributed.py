@@ -16,8 +16,11 @@ DISTRIBUTED_ROWS: tuple[Signature, ...] = (
     # nccl_error: NCCL, the collective libraries of other accelerators, torch.distributed below them, Ray under a
     # multi-node engine, the KV transfer of disaggregation.
     # NCCL's own errors. The watchdog's own notice that it saw `either an error or timeout` says which it was only in
-    # the line that follows (`Timeout at NCCL work: N`, a collective operation timeout, an NCCL error).
-    sig("nccl_error", C.NCCL_ERROR, 80,
+    # the line that follows (`Timeout at NCCL work: N`, a collective operation timeout, an NCCL error). The error NCCL
+    # returns names only its class (`remote process exited or there was a network error`, `unhandled system error`)
+    # and points at NCCL's debug output for the details: a `WARN` line stating the failure (nccl_warn_failure) is
+    # that detail, so it ranks above this row.
+    sig("nccl_error", C.NCCL_ERROR, 75,
         r"[NR]CCL [Ee]rror|nccl(?:System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument|Remote)Error"
         r"|DistBackendError|Watchdog caught collective operation timeout|\bTimeout at NCCL work\b",
         ("NCCL", "nccl", "RCCL", "DistBackendError", "Watchdog caught collective"), any_level=True,

@@ -100,6 +100,17 @@ def test_the_watchdog_notice_of_an_error_or_timeout_yields_to_the_line_saying_wh
     assert _verdict([error, notice, which]) == (C.NCCL_ERROR, error)
 
 
+def test_nccls_warn_line_that_states_the_failure_outranks_the_error_class_it_returns() -> None:
+    # NCCL returns only the error's class and points at its debug output; the WARN line before it says what failed.
+    warn = ("node2:3996242:3996242 [2] misc/socket.cc:578 NCCL WARN socketPollConnect: connect to 10.0.0.7<54709> "
+            "returned Connection refused, exceeded error retry count after 35 attempts")
+    raised = "RuntimeError: NCCL error: remote process exited or there was a network error"
+    assert _verdict([warn, *TB, raised]) == (C.NCCL_ERROR, warn)
+    system = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error"
+    cuda = "node1:1234:5678 [0] enqueue.cc:1556 NCCL WARN Cuda failure 'invalid device function'"
+    assert _verdict([cuda, *TB, system]) == (C.NCCL_ERROR, cuda)
+
+
 @pytest.mark.parametrize(
     "line",
     [
