@@ -7,6 +7,14 @@ A relaunch of a 400B model costs minutes of GPU time, so it must be able to chan
   killed the server from outside: worth another try once the GPUs are free;
 - flaky: everything else that fails (NaN, illegal memory access, a hang, an OOM under load, wrong answers):
   retried to measure how often it happens (k of N).
+
+A port race (the port the orchestrator picked was bound by another process before the server could bind it) is
+the orchestrator's own failure, not the cell's: it is relaunched on another port without using up the cell's
+retries, at most PORT_RACE_RELAUNCHES times per cell. Every other attempt counts against the retries of the class
+its failure falls in, infra ones included: a host that loses SSH or fills its disk is given `retry transient:`
+launches, no more. One pure rule, `decide_after`, reads a cell's attempts in order; the scheduler asks it after
+each attempt and `--resume` (`retries_owed`) and the table (`retry_reason`, `needs_run`) ask it of the attempts in
+the store, so an interrupted sweep resumes to the table an uninterrupted one gives.
 """
 
 from __future__ import annotations
@@ -55,13 +63,12 @@ class RetryDecision:
 
 
 def decide(verdict: Verdict, attempt: int, policy: RetryPolicy, default: int) -> RetryDecision:
-    """After attempt number `attempt` ended with `verdict`: launch the cell again?"""
+    """After attempt number `attempt` (port races not counted: see `decide_after`) ended with `verdict`: launch the
+    cell again?"""
     kind = retry_class(verdict)
     if kind is None:
         return RetryDecision(False, "")
     allowed = policy.retries(kind, default)
-    if verdict.category is Category.PORT_IN_USE:
-        allowed = max(1, allowed)  # a port race is the orchestrator's: always worth a launch on another port
     name = verdict.category.value if verdict.status is Status.FAIL else "infra"
     if attempt <= allowed:
         return RetryDecision(True, f"retried: {name} is {kind} ({_WHY[kind]}; retry {kind}: {allowed})")
@@ -72,9 +79,47 @@ def decide(verdict: Verdict, attempt: int, policy: RetryPolicy, default: int) ->
     return RetryDecision(False, f"{kind}: its {allowed} retr{'y' if allowed == 1 else 'ies'} used")
 
 
-def retries_owed(last: Verdict, attempts: int, policy: RetryPolicy, default: int) -> bool:
-    """Whether a cell whose last of `attempts` attempts ended with `last` still owes one (a resume asks)."""
-    return decide(last, attempts, policy, default).again
+PORT_RACE_RELAUNCHES = 3
+"""Launches on another port a cell gets after port races, beyond its retries. A race is rare (the survey saw the
+port free; another process bound it in the seconds or minutes before the server did), so a race that recurs on one
+cell means something on the host takes ports the survey cannot see, and each further launch of a large model
+costs minutes to lose the same way: three bounds that waste while riding out a busy moment."""
+
+
+def port_race(verdict: Verdict) -> bool:
+    """Whether the attempt lost the port the orchestrator picked for it (the orchestrator's failure, not the cell's)."""
+    return verdict.category is Category.PORT_IN_USE and verdict.status in (Status.FAIL, Status.INFRA)
+
+
+def decide_after(verdicts: Sequence[Verdict], policy: RetryPolicy, default: int) -> RetryDecision:
+    """After a cell's attempts ended with `verdicts` (in order): launch it again?
+
+    A port race is relaunched on another port without counting as an attempt (PORT_RACE_RELAUNCHES per cell at
+    most); once a cell both passed and failed, its k of N is measured and it is not launched again.
+    """
+    if not verdicts:
+        return RetryDecision(True, "")
+    last = verdicts[-1]
+    races = sum(map(port_race, verdicts))
+    if port_race(last):
+        if races <= PORT_RACE_RELAUNCHES:
+            return RetryDecision(True, (
+                f"relaunched on another port: attempt {len(verdicts)} lost its port to another process (port race "
+                f"{races} of at most {PORT_RACE_RELAUNCHES}; the orchestrator's, not counted as a retry)"
+            ))  # fmt: skip
+        return RetryDecision(False, (
+            f"not relaunched: {races} port races, more than the {PORT_RACE_RELAUNCHES} relaunches a cell gets; "
+            "something on the host takes the ports the orchestrator finds free"
+        ))  # fmt: skip
+    statuses = {v.status for v in verdicts}
+    if Status.PASS in statuses and Status.FAIL in statuses and retry_class(last) is not None:
+        return RetryDecision(False, "not retried: it passed and failed, its k of N is measured")
+    return decide(last, len(verdicts) - races, policy, default)
+
+
+def retries_owed(verdicts: Sequence[Verdict], policy: RetryPolicy, default: int) -> bool:
+    """Whether a cell whose attempts ended with `verdicts` (in order) still owes one (a resume asks; none: it does)."""
+    return decide_after(verdicts, policy, default).again
 
 
 def retry_reason(verdicts: Sequence[Verdict], policy: RetryPolicy, default: int) -> str:
@@ -84,11 +129,27 @@ def retry_reason(verdicts: Sequence[Verdict], policy: RetryPolicy, default: int)
     last = verdicts[-1]
     if retry_class(last) is None:
         if len(verdicts) > 1 and retry_class(verdicts[-2]) is not None:
-            return f"{last.status.value} on attempt {len(verdicts)}; " + decide(
-                verdicts[-2], len(verdicts) - 1, policy, default
-            ).reason
+            earlier = verdicts[:-1]
+            note = "" if port_race(earlier[-1]) else _races_note(earlier)  # a race's own sentence names it
+            why = decide_after(earlier, policy, default).reason
+            return f"{last.status.value} on attempt {len(verdicts)}; {why}{note}"
         return ""
-    return decide(last, len(verdicts), policy, default).reason
+    reason = decide_after(verdicts, policy, default).reason
+    if port_race(last):
+        return reason
+    if last.status is Status.INFRA and any(v.status is not Status.INFRA for v in verdicts):
+        # The row shows the latest verdict that proves something; say why this attempt is not it.
+        reason = f"attempt {len(verdicts)} ended infra, which proves nothing about the flags; {reason}"
+    return reason + _races_note(verdicts)
+
+
+def _races_note(verdicts: Sequence[Verdict]) -> str:
+    lost = [str(i) for i, v in enumerate(verdicts, 1) if port_race(v)]
+    if not lost:
+        return ""
+    which = f"attempt{'s' if len(lost) > 1 else ''} {', '.join(lost)}"
+    ports = "their ports" if len(lost) > 1 else "its port"
+    return f" ({which} lost {ports} to another process: relaunched, not counted)"
 
 
 HARDWARE_FAULT = re.compile(

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from orchestrator.model import Category, Phase, Status, Verdict
-from orchestrator.retries import decide, gpu_fault, host_failure, retry_class, retry_reason
+from orchestrator.retries import (
+    PORT_RACE_RELAUNCHES,
+    decide,
+    decide_after,
+    gpu_fault,
+    host_failure,
+    retries_owed,
+    retry_class,
+    retry_reason,
+)
 from orchestrator.settings import RetryPolicy
 
 
@@ -29,10 +38,56 @@ def test_deterministic_failures_are_not_relaunched_and_the_launches_saved_are_co
     assert decide(_fail(Category.UNSUPPORTED_CONFIG), 1, RetryPolicy(deterministic=1), default=0).again
 
 
-def test_a_port_race_is_always_worth_one_launch_on_another_port() -> None:
-    race = _fail(Category.PORT_IN_USE, "OSError: [Errno 98] Address already in use")
-    assert decide(race, 1, RetryPolicy(), default=0).again
-    assert not decide(race, 2, RetryPolicy(), default=0).again
+RACE = _fail(Category.PORT_IN_USE, "OSError: [Errno 98] Address already in use", status=Status.INFRA)
+NAN = _fail(Category.NAN_IN_PROBS, "probability tensor contains either `inf`, `nan` or element < 0")
+SSH_LOST = _fail(Category.UNKNOWN, "ssh: connection to the host was lost", status=Status.INFRA)
+PASSED = Verdict(Status.PASS, Phase.AFTER_DECODE, Category.HEALTHY, None, "")
+
+
+def test_a_port_race_is_relaunched_even_with_no_retries() -> None:
+    assert decide_after([RACE], RetryPolicy(), default=0).again
+    assert decide_after([RACE], RetryPolicy(transient=0), default=0).again
+    assert "another port" in decide_after([RACE], RetryPolicy(), default=0).reason
+
+
+def test_a_port_race_does_not_use_up_the_cells_retries() -> None:
+    # The demo's incident: NaN on attempt 1 (flaky, retries: 1), the retry lost its port: the retry is still owed.
+    assert decide_after([NAN, RACE], RetryPolicy(), default=1).again
+    assert retries_owed([NAN, RACE], RetryPolicy(), default=1)
+    # The relaunch is the cell's one retry; after it the retries are used, whatever it ended with.
+    assert not decide_after([NAN, RACE, NAN], RetryPolicy(), default=1).again
+    assert decide_after([RACE, NAN], RetryPolicy(), default=1).again  # the race was no attempt: NaN is attempt 1
+    assert not decide_after([RACE, NAN], RetryPolicy(), default=0).again
+
+
+def test_port_races_are_bounded_per_cell() -> None:
+    races = [RACE] * PORT_RACE_RELAUNCHES
+    assert decide_after(races, RetryPolicy(), default=0).again
+    assert not decide_after([*races, RACE], RetryPolicy(), default=5).again
+    # Spread over the cell's attempts, they still add up.
+    spread = [RACE, NAN, RACE, NAN, RACE, NAN, RACE]
+    assert not decide_after(spread, RetryPolicy(), default=9).again
+    assert "port races" in decide_after(spread, RetryPolicy(), default=9).reason
+
+
+def test_other_infra_counts_against_the_retries_of_its_class() -> None:
+    assert not decide_after([NAN, SSH_LOST], RetryPolicy(), default=1).again
+    assert decide_after([NAN, SSH_LOST], RetryPolicy(), default=2).again
+    assert not decide_after([SSH_LOST], RetryPolicy(transient=0), default=3).again
+
+
+def test_a_cell_that_passed_and_failed_is_measured() -> None:
+    assert not decide_after([PASSED, NAN], RetryPolicy(), default=5).again
+    assert not decide_after([NAN, PASSED, SSH_LOST], RetryPolicy(), default=5).again
+    assert decide_after([], RetryPolicy(), default=0).again  # never run: it owes its first launch
+
+
+def test_the_sentence_names_an_infra_attempt_after_a_proof_and_a_port_race() -> None:
+    after = retry_reason([NAN, SSH_LOST], RetryPolicy(), 1)
+    assert after.startswith("attempt 2 ended infra, which proves nothing about the flags; "), after
+    raced = retry_reason([NAN, RACE, NAN], RetryPolicy(), 1)
+    assert "attempt 2 lost its port to another process: relaunched, not counted" in raced, raced
+    assert retry_reason([NAN, RACE, PASSED], RetryPolicy(), 1).startswith("pass on attempt 3; relaunched on")
 
 
 def test_the_hosts_failures_are_named_and_the_cells_are_not() -> None:

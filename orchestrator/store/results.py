@@ -1,15 +1,25 @@
 """A cell's finished runs summed up into one row of the pass/fail table.
 
 Rules (pure, so the table, the JSON contract and `--resume` agree):
-- attempts read `k/N`: k runs passed out of N finished runs (abandoned runs produced no result and never count;
-  nor does a skipped run once the cell has run).
-- The cell's status is its last run's, unless both a pass and a fail occur among its runs: then the cell
+- A run that ended `infra` (the host or the orchestrator failed: SSH lost, a full disk, a port another process
+  took) proves nothing about the flags. The row rests on the runs that do (`pass`, `fail`, `invalid`): their
+  latest verdict is shown even when an infra run came after it, so a proven failure (or pass) is never hidden by a
+  retry the host spoiled. A cell whose only finished runs are infra is `infra`, and the row rests on those.
+- attempts read `k/N`: k runs passed out of the N finished runs the row rests on. Infra runs after a proof are not
+  in N: they would dilute a flaky cell's pass rate with the host's failures (pass, fail, infra is 1 of 2, not 1 of
+  3); `infra_runs` counts every finished infra run, so none is hidden. Abandoned runs produced no result and never
+  count; nor does a skipped run once the cell has run.
+- The cell's status is the shown run's, unless both a pass and a fail occur among its runs: then the cell
   is `fail` and `flaky`, and the row shows the latest failing run, so `repro` of its `run_id` replays the
   failure the row names. Deterministic failures keep `flaky` false.
 - On a pool of hosts, a cell whose runs pass on one host and fail on another, each host agreeing with itself,
   is not flaky: it is `fail` with `passes_on`/`fails_on` naming the hosts (the row shows the failing run).
-- A cell needs (another) run when it has no finished run, or its last run failed (`fail` or `infra`), it is
-  not already known to be flaky, and it has used fewer than 1 + retries_allowed attempts.
+- Whether a cell needs (another) run, and the sentence saying why it was or was not retried, come from
+  retries.decide_after over every finished run in order, infra ones included: the rule the scheduler applies after
+  each attempt and `--resume` applies to the store (sweep/recover.py `jobs_left`), so a resumed sweep and an
+  uninterrupted one give the same table. There an infra run counts against the retries of its class (`transient`:
+  a failing host gets that many launches, no more), except a port race, which is relaunched on another port
+  without using up the cell's retries. A cell with no finished run (or only a skipped one) needs a run.
 """
 
 from __future__ import annotations
@@ -19,11 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.model import Category, Cell, Phase, Status, Verdict
-from orchestrator.retries import retry_reason
+from orchestrator.retries import retries_owed, retry_reason
 from orchestrator.settings import RetryPolicy
 from orchestrator.store.records import UNFINISHED_STATES, RunRecord, SweepKind, SweepRecord
-
-_RETRYABLE = (Status.FAIL, Status.INFRA)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,7 +40,7 @@ class CellResult:
 
     cell: Cell
     runs: tuple[RunRecord, ...]
-    """The cell's finished runs, by attempt."""
+    """The finished runs the row rests on, by attempt: those that were not infra, or the infra ones if none."""
     status: Status | None
     """None while no run of the cell has finished."""
     phase: Phase | None = None
@@ -64,10 +72,13 @@ class CellResult:
     """Flags the shown run's server ran with another value than asked: flag -> {asked, used, evidence}."""
     retry_reason: str = ""
     """Why the cell was or was not tried again (its failure's class and the retry policy)."""
+    infra_runs: int = 0
+    """Finished runs that ended infra (the host's or the orchestrator's failure), counted in `runs` only when the
+    cell has no other finished run."""
 
     @property
     def attempts(self) -> int:
-        """Finished runs of the cell."""
+        """Finished runs the row rests on (see `runs`)."""
         return len(self.runs)
 
     @property
@@ -103,6 +114,7 @@ class CellResult:
             "speed": self.speed,
             "drift": dict(self.drift),
             "retry_reason": self.retry_reason,
+            "infra_runs": self.infra_runs,
         }
 
 
@@ -114,21 +126,25 @@ def aggregate(
     `policy`: the sweep's retries by failure class (the default: `retries_allowed` for every class).
     """
     mine = sorted((r for r in runs if r.cell_id == cell.cell_id), key=lambda r: r.attempt)
-    done = [(r, r.verdict) for r in mine if r.state == "done" and r.verdict is not None]
+    finished = [(r, r.verdict) for r in mine if r.state == "done" and r.verdict is not None]
     # A cell skipped by a stopped sweep and run on its resume: only the runs that ran count.
-    done = [d for d in done if d[1].status is not Status.SKIPPED] or done[-1:]
+    ran = [d for d in finished if d[1].status is not Status.SKIPPED]
+    done = ran or finished[-1:]
     unfinished = next((r.run_id for r in reversed(mine) if r.state in UNFINISHED_STATES), None)
     if not done:
         return CellResult(cell=cell, runs=(), status=None, unfinished_run_id=unfinished)
-    statuses = [v.status for _, v in done]
+    infra = [d for d in done if d[1].status is Status.INFRA]
+    counted = [d for d in done if d[1].status is not Status.INFRA] or done
+    statuses = [v.status for _, v in counted]
     mixed = Status.PASS in statuses and Status.FAIL in statuses
-    passes_on, fails_on = _host_split(done) if mixed else ((), ())
+    passes_on, fails_on = _host_split(counted) if mixed else ((), ())
     flaky = mixed and not passes_on
-    shown, verdict = next(d for d in reversed(done) if d[1].status is Status.FAIL) if mixed else done[-1]
-    last = statuses[-1]
+    shown, verdict = next(d for d in reversed(counted) if d[1].status is Status.FAIL) if mixed else counted[-1]
+    history = [v for _, v in ran]
+    policy = policy or RetryPolicy()
     return CellResult(
         cell=cell,
-        runs=tuple(r for r, _ in done),
+        runs=tuple(r for r, _ in counted),
         status=Status.FAIL if flaky else verdict.status,
         phase=verdict.phase,
         category=verdict.category,
@@ -142,13 +158,14 @@ def aggregate(
         flaky=flaky,
         speed=_speed_of(shown) if not flaky and verdict.status is Status.PASS else None,
         unfinished_run_id=unfinished,
-        needs_run=last in _RETRYABLE and not mixed and len(done) < 1 + max(0, retries_allowed),
+        needs_run=retries_owed(history, policy, retries_allowed),
         host=shown.host,
-        hosts=tuple(dict.fromkeys(r.host for r, _ in done)),
+        hosts=tuple(dict.fromkeys(r.host for r, _ in counted)),
         passes_on=passes_on,
         fails_on=fails_on,
         drift=dict(shown.outcome.drift) if shown.outcome is not None else {},
-        retry_reason=retry_reason([v for _, v in done], policy or RetryPolicy(), retries_allowed),
+        retry_reason=retry_reason(history, policy, retries_allowed),
+        infra_runs=len(infra),
     )
 
 

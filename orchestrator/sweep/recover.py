@@ -17,7 +17,7 @@ from orchestrator.host.launcher import Launch, LaunchSpec
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status
 from orchestrator.planning.cells import CellPlan
-from orchestrator.retries import retries_owed
+from orchestrator.retries import port_race, retries_owed
 from orchestrator.secret import SecretRef
 from orchestrator.settings import RetryPolicy
 from orchestrator.store.records import UNFINISHED_STATES, RunRecord
@@ -151,15 +151,18 @@ def finished_runs(store: Store, sweep_id: str) -> dict[str, list[RunRecord]]:
 def jobs_left(
     store: Store, sweep_id: str, preflight: Preflight, retries: int, policy: RetryPolicy | None = None
 ) -> list[Job]:
-    """Cells that still owe an attempt: no verdict yet (never run, abandoned, skipped), or failed with retries left."""
+    """Cells that still owe an attempt: no verdict yet (never run, abandoned, skipped), or failed with retries left.
+
+    Decided as the scheduler decides after an attempt (retries.decide_after over the finished runs in order, port
+    races not counted), each job carrying those runs' verdicts and the ports lost to races, so the sweep goes on
+    as if it had never stopped.
+    """
     done = finished_runs(store, sweep_id)
     jobs = []
     for plan in preflight.valid:
         runs = done.get(plan.cell.cell_id, [])
-        if not runs:
-            jobs.append(Job(plan, 1))
-            continue
-        last = runs[-1].verdict
-        if last is not None and retries_owed(last, len(runs), policy or RetryPolicy(), retries):
-            jobs.append(Job(plan, len(runs) + 1))
+        history = tuple(r.verdict for r in runs if r.verdict is not None)
+        if retries_owed(history, policy or RetryPolicy(), retries):
+            raced = frozenset(r.port for r in runs if r.verdict is not None and port_race(r.verdict) and r.port)
+            jobs.append(Job(plan, len(runs) + 1, history, raced))
     return jobs

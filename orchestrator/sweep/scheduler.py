@@ -22,7 +22,7 @@ from orchestrator.host.facts import GpuHolder, NoGpuReading
 from orchestrator.host.session import HostSession
 from orchestrator.model import Cell, Phase, Status, Verdict
 from orchestrator.planning.cells import CellPlan, GpuPool
-from orchestrator.retries import decide, gpu_fault, retry_class
+from orchestrator.retries import decide_after, gpu_fault, port_race, retry_class
 from orchestrator.settings import RetryPolicy
 from orchestrator.store.sqlite import Store
 from orchestrator.sweep.cell_run import AttemptResult, Slot, record_unlaunched, run_attempt
@@ -43,6 +43,10 @@ class Job:
 
     plan: CellPlan
     attempt: int
+    history: tuple[Verdict, ...] = ()
+    """The verdicts of its attempts so far, in order: what the next retry decision reads."""
+    raced: frozenset[int] = frozenset()
+    """Ports its earlier attempts lost to other processes: never handed to it again."""
 
 
 class Scheduler:
@@ -180,8 +184,10 @@ class Scheduler:
                 starts.append((job, gpus))
             if not starts:
                 return
-            # One host command for all the ports of this round, spaced from each other and from those in use.
-            chosen = self.main.placement.free_ports(len(starts), {s.port for s in slots.values()})
+            # One host command for all the ports of this round, spaced from each other and from those in use; a
+            # relaunch after a port race never gets the port it lost (whoever took it may hold it still).
+            avoid = {s.port for s in slots.values()}.union(*(job.raced for job, _ in starts))
+            chosen = self.main.placement.free_ports(len(starts), avoid)
         except TransportError:
             self._put_back(pending, starts)
             if self.watch is None or self.watch.breaker.tripped is None:
@@ -242,11 +248,13 @@ class Scheduler:
             for other in self._failed_elsewhere(result):
                 label = result.cell.label or result.cell.cell_id
                 self.suspects.mark(other, f"{label} failed there and passes on {host}")
-        decision = decide(result.verdict, job.attempt, self.retry, self.retries)
+        history = (*job.history, result.verdict)
+        decision = decide_after(history, self.retry, self.retries)
         self.saved += decision.saved
         if decision.again:
+            raced = job.raced | {slot.port} if port_race(result.verdict) and slot.port else job.raced
             # Put back first in line; it starts once its GPUs are free again (a GPU-free check before any launch).
-            pending.appendleft(Job(job.plan, job.attempt + 1))
+            pending.appendleft(Job(job.plan, job.attempt + 1, history, raced))
         elif result.verdict.status is Status.INFRA and self.stop_on_infra and self.stopped is None:
             self.stopped = result
 

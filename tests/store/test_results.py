@@ -52,11 +52,56 @@ def test_runs_that_disagree_are_a_flaky_failure_showing_the_failing_run() -> Non
     assert not result.needs_run
 
 
+def infra(attempt: int, category: Category = Category.UNKNOWN) -> RunRecord:
+    return replace(done(attempt, Status.INFRA), verdict=make_verdict(Status.INFRA, category=category))
+
+
+def port_race(attempt: int) -> RunRecord:
+    return infra(attempt, Category.PORT_IN_USE)
+
+
 def test_infra_is_retried_but_is_not_flakiness() -> None:
-    infra = replace(done(1, Status.INFRA), verdict=make_verdict(Status.INFRA, category=Category.UNKNOWN))
-    assert aggregate(CELL, [infra], retries_allowed=1).needs_run
-    result = aggregate(CELL, [infra, done(2, Status.PASS)], retries_allowed=1)
-    assert (result.status, result.flaky, result.attempts_text) == (Status.PASS, False, "1/2")
+    assert aggregate(CELL, [infra(1)], retries_allowed=1).needs_run
+    result = aggregate(CELL, [infra(1), done(2, Status.PASS)], retries_allowed=1)
+    assert (result.status, result.flaky, result.attempts_text, result.infra_runs) == (Status.PASS, False, "1/1", 1)
+
+
+def test_an_infra_attempt_after_a_proven_failure_does_not_hide_it() -> None:
+    # The demo's cell eafb5a81ff: NaN on attempt 1, its retry lost its port (infra), its retries used up.
+    result = aggregate(CELL, [done(1, Status.FAIL), port_race(2)], retries_allowed=1)
+    assert (result.status, result.category, result.run_id) == (Status.FAIL, Category.NAN_IN_PROBS, "r-1")
+    assert (result.attempts_text, result.infra_runs) == ("0/1", 1)
+    entry = result.to_dict()
+    assert (entry["status"], entry["category"], entry["attempts"], entry["infra_runs"]) == ("fail", "nan_in_probs",
+                                                                                             "0/1", 1)  # fmt: skip
+    ssh = aggregate(CELL, [done(1, Status.FAIL), infra(2)], retries_allowed=1)
+    assert (ssh.status, ssh.run_id, ssh.needs_run) == (Status.FAIL, "r-1", False)
+    assert ssh.retry_reason.startswith("attempt 2 ended infra, which proves nothing about the flags"), ssh.retry_reason
+
+
+def test_an_infra_attempt_after_a_pass_does_not_hide_it() -> None:
+    result = aggregate(CELL, [done(1, Status.PASS, 12.0), infra(2)], retries_allowed=1)
+    assert (result.status, result.run_id, result.ready_s, result.attempts_text) == (Status.PASS, "r-1", 12.0, "1/1")
+    assert not result.flaky and not result.needs_run
+
+
+def test_infra_attempts_do_not_dilute_a_flaky_cells_pass_rate() -> None:
+    result = aggregate(CELL, [done(1, Status.FAIL), done(2, Status.PASS), infra(3)], retries_allowed=3)
+    assert (result.status, result.flaky, result.attempts_text, result.run_id) == (Status.FAIL, True, "1/2", "r-1")
+    assert [r.run_id for r in result.runs] == ["r-1", "r-2"]
+
+
+def test_a_cell_whose_only_runs_are_infra_stays_infra() -> None:
+    result = aggregate(CELL, [infra(1), port_race(2)], retries_allowed=1)
+    assert (result.status, result.category, result.run_id) == (Status.INFRA, Category.PORT_IN_USE, "r-2")
+    assert (result.attempts_text, result.infra_runs) == ("0/2", 2)
+
+
+def test_a_port_race_leaves_the_retry_owed_and_a_deterministic_failure_owes_none() -> None:
+    raced = aggregate(CELL, [done(1, Status.FAIL), port_race(2)], retries_allowed=1)
+    assert raced.needs_run and raced.retry_reason.startswith("relaunched on another port"), raced.retry_reason
+    wrong_flag = replace(done(1, Status.FAIL), verdict=make_verdict(Status.FAIL, category=Category.UNSUPPORTED_CONFIG))
+    assert not aggregate(CELL, [wrong_flag], retries_allowed=2).needs_run  # as the scheduler decides: never again
 
 
 def test_invalid_is_never_retried() -> None:
@@ -76,7 +121,9 @@ def test_aggregation_rules_hold_for_any_history(statuses: list[Status]) -> None:
     runs = [done(i + 1, s) for i, s in enumerate(statuses)]
     result = aggregate(CELL, runs, retries_allowed=len(statuses))
     both = Status.PASS in statuses and Status.FAIL in statuses
+    proven = [s for s in statuses if s is not Status.INFRA]
     assert result.flaky is both
-    assert result.status is (Status.FAIL if both else statuses[-1])
-    assert result.passes == statuses.count(Status.PASS) and result.attempts == len(statuses)
+    assert result.status is (Status.FAIL if both else (proven or statuses)[-1])
+    assert result.passes == statuses.count(Status.PASS) and result.attempts == len(proven or statuses)
+    assert result.infra_runs == statuses.count(Status.INFRA)
     assert result.needs_run is (statuses[-1] in (Status.FAIL, Status.INFRA) and not both)
