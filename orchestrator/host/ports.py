@@ -13,18 +13,26 @@ from orchestrator.transport.shell import quote
 PORT_SPACING = 1100
 """SGLang derives NCCL and other internal ports from --port (+100..1000); closer servers cross-talk."""
 
-# Prints the kernel's ephemeral range, then each candidate some socket uses as its local port (TIME_WAIT, st 06,
-# does not count: the server binds with SO_REUSEADDR, as SGLang's uvicorn does), or some live process names on its
-# command line (`--port N`, `--port=N`): a server binds its port only once its weights are loaded, minutes after
-# its launch, and until then only its command line says the port is taken, by another pool entry on the same
-# machine, or another user's sweep. An awk over /proc rather than a Python start: it runs before every launch.
+# Prints the kernel's ephemeral range, then each candidate some socket uses as its local port, or some live process
+# names on its command line (`--port N`, `--port=N`): a server binds its port only once its weights are loaded,
+# minutes after its launch, and until then only its command line says the port is taken, by another pool entry on
+# the same machine, or another user's sweep. A socket in TIME_WAIT (st 06) counts only inside the ephemeral range:
+# there it is a client's (an outgoing connection's local port, such as the orchestrator's own probe requests to its
+# servers, which close first: a demo sweep keeps ~600 of them at once), and Linux refuses a bind next to another
+# socket that did not set SO_REUSEADDR, which a client's never does; outside the range it is a server's own
+# (SGLang's uvicorn, like the simulated host, binds with SO_REUSEADDR, so its last run's TIME_WAIT never blocks the
+# port). An awk over /proc rather than a Python start: it runs before every launch.
 _BUSY_AWK = r"""
 function num(hex, i, v) {
   for (i = 1; i <= length(hex); i++) v = v * 16 + index("0123456789ABCDEF", substr(hex, i, 1)) - 1
   return v
 }
-NR == 1 { print "range", $1, $2; next }
-$1 ~ /:$/ && $4 != "06" { n = split($2, a, ":"); busy[num(a[n])] = 1; next }
+NR == 1 { low = $1 + 0; high = $2 + 0; print "range", $1, $2; next }
+$1 ~ /:$/ {
+  n = split($2, a, ":"); port = num(a[n])
+  if ($4 != "06" || (port >= low && port <= high)) busy[port] = 1
+  next
+}
 prev == "--port" && $0 ~ /^[0-9]+$/ { busy[$0 + 0] = 1 }
 /^--port=[0-9]+$/ { busy[substr($0, 8) + 0] = 1 }
 { prev = $0 }
@@ -42,7 +50,8 @@ class PortSurvey:
     """What the host said of the candidate ports at one moment."""
 
     busy: frozenset[int]
-    """Candidates some socket (not in TIME_WAIT) uses as its local port, or a live process names as its `--port`."""
+    """Candidates some socket uses as its local port (one in TIME_WAIT only inside the ephemeral range: a client's),
+    or a live process names as its `--port`."""
     ephemeral: tuple[int, int]
     """The kernel's range for outgoing connections' local ports ((0, 0) when unknown)."""
 

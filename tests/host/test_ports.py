@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -103,3 +105,53 @@ def test_a_port_a_live_process_names_on_its_command_line_is_busy_before_anything
             proc.wait()
     after = parse_survey(LocalTransport().run(survey_command(grid)).text)
     assert not {grid[1], grid[2]} & after.busy  # gone with the processes
+
+
+def _time_wait_on(port: int, *, client: bool) -> None:
+    """Leave a TIME_WAIT socket with local port `port`: a client's (bound there, no SO_REUSEADDR, closing first, as
+    an outgoing connection from an ephemeral port does), or a server's (listening there with SO_REUSEADDR, as uvicorn
+    does, closing its side of a connection first)."""
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0 if client else port))
+        server.listen()
+        with socket.socket() as peer:
+            if client:
+                peer.bind(("127.0.0.1", port))
+            peer.connect(server.getsockname())
+            accepted, _ = server.accept()
+            first, second = (peer, accepted) if client else (accepted, peer)
+            first.close()
+            time.sleep(0.05)  # the other side's FIN after the first one's: the first closer keeps the TIME_WAIT
+            second.close()
+
+
+def _binds(port: int) -> bool:
+    """Whether a server binding with SO_REUSEADDR (SGLang's uvicorn, the simulated host) gets `port` now."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def test_a_clients_time_wait_in_the_ephemeral_range_is_busy_and_a_servers_own_outside_it_is_not() -> None:
+    """The demo's port race: 35500 (inside 32768-60999) was taken at bind time by a socket the survey ignored, as
+    the TIME_WAIT of one of the ~600 probe connections a sweep keeps open to closing; a server's own is harmless."""
+    from orchestrator.host.ports import survey_command
+    from orchestrator.transport.local import LocalTransport
+
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    inside = next((p for p in random.sample(range(low + 1000, high - 1000), 20) if _binds(p)), None)
+    outside = next((p for p in (simhost.random_port_base() for _ in range(20)) if _binds(p)), None)
+    if inside is None or outside is None or low <= outside <= high:
+        pytest.skip(f"no free port found inside or outside {low}-{high} on this machine, or the range is unusual")
+    _time_wait_on(inside, client=True)
+    _time_wait_on(outside, client=False)
+    assert not _binds(inside)  # what the server of a launch picked there would meet: [Errno 98]
+    survey = parse_survey(LocalTransport().run(survey_command([inside, outside])).text)
+    assert survey.ephemeral == (low, high)
+    assert inside in survey.busy
+    assert outside not in survey.busy and _binds(outside)
