@@ -2,7 +2,8 @@
 
 The root cause is the hit of the most specific signature; among equals, the line that starts with the
 exception, then the earliest by time. A hit the server survived (it printed its ready marker afterwards)
-is not a cause. Two rules refine the category beyond the table:
+is not a cause. Three rules refine the verdict beyond the table, two by what the log says and one by what the
+batch scheduler says:
 - CUDA out of memory while another process holds most of the GPU is `gpu_memory_in_use`. Offline the
   pids mean nothing, so the rule reads the amounts PyTorch prints: another process ("Process N has X GiB
   memory in use") holding more than half again this process's share ("this process has Y GiB", else what
@@ -10,8 +11,10 @@ is not a cause. Two rules refine the category beyond the table:
   the weights were not yet loaded.
 - An error that names nothing more specific (a Python exception, a segfault, a follow-up) during CUDA-graph
   capture is `cuda_graph_capture_failed`: current SGLang wraps every capture error that way itself.
-A launch its batch scheduler ended (the outcome's `scheduler_end`: Slurm's TIMEOUT, PREEMPTED, ...) is
-`process_killed` whatever the log says, the cluster's (`infra`) unless the job ran out of its memory.
+- A launch its batch scheduler ended (the outcome's `scheduler_end`: Slurm's TIMEOUT, PREEMPTED, ...) is
+  `process_killed` whatever the log says, the cluster's (`infra`) unless the job ran out of its memory.
+Apart from the category, a failure of the host or the orchestrator (a failing GPU, a full disk, a port race:
+retries.host_failure) makes the status `infra`.
 """
 
 from __future__ import annotations
