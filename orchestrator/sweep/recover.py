@@ -53,10 +53,11 @@ def settle_in_flight(
     for run in store.unfinished_runs(sweep_id):
         if host is not None and run.host != host:
             continue
-        launch = recover_launch(session, run)
+        cell = cells.get(run.cell_id)
+        launch = recover_launch(session, run, cell, matrix)
         alive = launch is not None and session.launcher.alive(launch)
         on_reattach(run, alive)
-        if launch is not None and alive and run.cell_id in cells:
+        if launch is not None and alive and cell is not None:
             if run.state == "pending":  # launched, but killed before it could say so
                 store.mark_launched(
                     run.run_id, run_dir=launch.spec.run_dir, pgid=launch.pgid or None, port=launch.spec.port or None,
@@ -64,12 +65,7 @@ def settle_in_flight(
                 )  # fmt: skip
             # Its ready time counts from its launch, not from this re-attach (the store's clock is the wall's).
             launch.started_at = time.monotonic() - max(0.0, time.time() - run.started_at)
-            # The same secrets its launch had (host, install and matrix environment, secret flags), masked alike.
-            secrets = launch_env(session.config, matrix, run.install, cells[run.cell_id].flags.values())[1]
-            api_key = cells[run.cell_id].flags.get("api-key")
-            launch.api_key = secrets.get(api_key.name) if isinstance(api_key, SecretRef) else None
-            launch.secret_values = tuple(dict.fromkeys(secrets.values()))
-            alive_ones.append((cells[run.cell_id], run.run_id, launch))
+            alive_ones.append((cell, run.run_id, launch))
             continue
         if launch is not None:
             session.launcher.stop(launch, settings.deadlines.stop_grace)
@@ -91,11 +87,29 @@ def settle_in_flight(
                 raise
 
 
-def recover_launch(session: HostSession, run: RunRecord) -> Launch | None:
-    """The launch of a run as its run directory records it (pid file), or None if it never started."""
+def recover_launch(
+    session: HostSession, run: RunRecord, cell: Cell | None = None, matrix: Matrix | None = None
+) -> Launch | None:
+    """The launch of a run as its run directory records it (pid file), or None if it never started.
+
+    Given its `cell`, the launch gets the secrets it was started with, read as a new launch's are (`launch_env`:
+    host, install and matrix environment, the cell's secret flags) and handed to the launcher as `start` is handed
+    them, so a re-attached server is probed with its API key and its log masked alike.
+    """
     if not run.run_dir:
         return None
-    return session.launcher.recover(recover_spec(run))
+    if cell is None:
+        return session.launcher.recover(recover_spec(run))
+    secrets = launch_env(session.config, matrix, run.install, cell.flags.values())[1]
+    return session.launcher.recover(recover_spec(run, api_key_words(cell)), secrets)
+
+
+def api_key_words(cell: Cell) -> tuple[str | SecretRef, ...]:
+    """The cell's `--api-key` and its secret as launch words: the one part of its command line a re-attached launch
+    needs (the launcher reads the key its API demands from them); the rest would only be compared with what the
+    server reports, and the store holds no more than the cell's flags."""
+    key = cell.flags.get("api-key")
+    return ("--api-key", key) if isinstance(key, SecretRef) else ()
 
 
 def recorded_launch(run: RunRecord) -> Launch:
@@ -103,11 +117,12 @@ def recorded_launch(run: RunRecord) -> Launch:
     return Launch(recover_spec(run), run.pgid or 0, job_id=run.job_id)
 
 
-def recover_spec(run: RunRecord) -> LaunchSpec:
-    """What the store knows of a run's launch, enough to find, follow and stop it."""
+def recover_spec(run: RunRecord, argv: tuple[str | SecretRef, ...] = ()) -> LaunchSpec:
+    """What the store knows of a run's launch, enough to find, follow and stop it (`argv`: the words of its command
+    line it needs besides, see `secret_flags`)."""
     return LaunchSpec(
         run_id=run.run_id,
-        argv=(),
+        argv=argv,
         env={},
         secret_names=(),
         gpus=tuple(run.gpus),
