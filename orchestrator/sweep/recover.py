@@ -29,6 +29,7 @@ from orchestrator.sweep.scheduler import Job
 
 EventSink = Callable[[Cell, str, Phase | None], None]
 
+
 def settle_in_flight(
     store: Store,
     session: HostSession,
