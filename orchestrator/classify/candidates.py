@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from orchestrator.classify.phase import traceback_of
 from orchestrator.classify.structure import Shape, shape_of
-from orchestrator.classify.survival import last_activity_line_no, ready_line_no, survived
+from orchestrator.classify.survival import last_activity_line_no, ready_line_no, stop_line_no, survived
 from orchestrator.harvest.records import Evidence, Hit, LogLine, TracebackRecord
 from orchestrator.knowledge.kinds import hedges, quotes_another
 from orchestrator.knowledge.lines import parse, strip_ansi
@@ -37,6 +37,8 @@ LOGGED_EXCEPTION_SPECIFICITY = 13
 """Above a line that is an error by its level alone (11) or a bare fatal statement (12), below every statement of a
 death or a cause: a logger may also narrate (`Error executing method x`) before the traceback it prints."""
 TRACEBACK_EXCEPTION_SPECIFICITY = PYTHON_EXCEPTION.specificity
+INTERRUPTED_SPECIFICITY = BY_ID["stop_requested"].specificity - 1
+"""A KeyboardInterrupt: below the statement of the stop that raised it, above what only says something died."""
 RECOVERABLE = frozenset({Category.PYTHON_EXCEPTION_OTHER, Category.UNKNOWN, Category.TOKENIZER_OR_TEMPLATE_ERROR,
                          Category.INVALID_ARGUMENT, Category.UNSUPPORTED_CONFIG, Category.HANG_OR_TIMEOUT})
 """Failures a serving process can outlive: one request's exception, a bad request, a chat template error."""
@@ -95,12 +97,13 @@ def candidates(evidence: Evidence) -> list[Candidate]:
     """Every failure statement the server did not survive."""
     ready = ready_line_no(evidence)
     activity = last_activity_line_no(evidence)
+    stop = stop_line_no(evidence, ready)
     found: list[Candidate] = []
     covered: set[int] = set()
     follow_ups = {h.line.line_no for h in evidence.hits if h.signature in BY_ID and BY_ID[h.signature].generic}
     for hit in evidence.hits:
         cand = _from_hit(evidence, hit)
-        if cand is None or _survived(cand, ready, activity):
+        if cand is None or _survived(cand, ready, activity, stop):
             continue
         tb = cand.traceback
         if hit.signature == "traceback" and tb is not None and tb.exception_line is not None \
@@ -118,7 +121,7 @@ def candidates(evidence: Evidence) -> list[Candidate]:
             # `RuntimeError: Engine core initialization failed. See root cause above`: a follow-up raised as an
             # exception says no more than the follow-up's own row, which already stands for the line.
             continue
-        if not _survived(cand, ready, activity):
+        if not _survived(cand, ready, activity, stop):
             found.append(cand)
     if found and _all_request_scoped(found):
         return []  # only requests failed, each answered with an error status by a server that went on
@@ -150,14 +153,14 @@ def _all_request_scoped(found: list[Candidate]) -> bool:
     )
 
 
-def _survived(cand: Candidate, ready: int | None, activity: int | None) -> bool:
+def _survived(cand: Candidate, ready: int | None, activity: int | None, stop: int | None) -> bool:
     # A statement that something died (a follow-up) is never outlived, whatever the lines after it show; except one
     # connection's end (a client that hung up, a cancelled request), which serving after it shows the server outlived.
     connection = cand.shape is not None and cand.shape.connection_scoped
     if cand.shape is not None and cand.shape.operator_stop and ready is not None and cand.line.line_no > ready:
         return True  # stopped by hand (Ctrl-C) once ready: the run ended, nothing failed
     recoverable = (cand.category in RECOVERABLE and not cand.generic) or connection
-    return survived(cand.line.line_no, ready=ready, activity=activity, recoverable=recoverable)
+    return survived(cand.line.line_no, ready=ready, activity=activity, recoverable=recoverable, stop=stop)
 
 
 def _from_hit(evidence: Evidence, hit: Hit) -> Candidate | None:
@@ -196,6 +199,11 @@ def _exception_logged_before(evidence: Evidence, hit: Hit) -> Candidate | None:
 
 def _from_traceback(tb: TracebackRecord, line: LogLine) -> Candidate:
     shape = shape_of(tb)
+    if shape.interrupted:
+        # Ctrl-C, or a SIGTERM handler's `raise KeyboardInterrupt("terminated")` (vLLM's API server while it starts):
+        # killed from outside, said less well than by the stop's own statement (a `stop` row), which it follows.
+        return Candidate(line, Category.PROCESS_KILLED, INTERRUPTED_SPECIFICITY, "interrupted", True, True, tb.phase,
+                         None, None, tb, shape)
     if shape.family is not None:
         family = shape.family
         return Candidate(line, family.category, family.specificity, f"family:{family.id}", False, True, tb.phase,

@@ -24,6 +24,9 @@ CONNECTION_SCOPED = re.compile(
 a server that goes on serving after one outlived it."""
 OPERATOR_STOP = re.compile(r"(?:^|\.)(?:KeyboardInterrupt|SystemExit)$")
 """A stop someone asked for (Ctrl-C, an exit): after the server was ready, the end of a run, not a failure."""
+INTERRUPT = re.compile(r"(?:^|\.)KeyboardInterrupt$")
+"""Of those, the interrupt: Ctrl-C, or a signal handler's (vLLM raises it on SIGTERM while it starts); a SystemExit may
+also be a program ending itself on an error."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,11 @@ class Shape:
     def operator_stop(self) -> bool:
         """Whether the exception is a stop someone asked for (Ctrl-C, an exit)."""
         return self.exception_type is not None and OPERATOR_STOP.search(self.exception_type) is not None
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether the exception is an interrupt (Ctrl-C, a signal handler's)."""
+        return self.exception_type is not None and INTERRUPT.search(self.exception_type) is not None
 
     @property
     def connection_scoped(self) -> bool:

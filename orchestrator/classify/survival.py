@@ -5,12 +5,26 @@ it); an error while serving that names no fatal cause (a Python exception, an ER
 failed) was survived when the log's last lines, after it, are batches run and requests answered. A
 CUDA, NCCL or memory failure is never survived that way: the process cannot go on after it. Anything
 else is taken as fatal: no line that names nothing is proof of health.
+
+Once the server was ready, a stop asked from outside (a signal it received, a job cancelled, Ctrl-C: the signature
+rows marked `stop`, and a KeyboardInterrupt or SystemExit traceback) ends the run: what is logged from there on (an
+engine declared dead because it was told to stop, a child that exited on the signal, a cancel that killed the rest)
+is shutdown noise, not a cause. A failure stated before the stop is still one, and a stop before the server was ready
+is no end of a run: the start-up was killed.
 """
 
 from __future__ import annotations
 
+from orchestrator.classify.structure import OPERATOR_STOP, exception_type
 from orchestrator.harvest.records import Evidence
-from orchestrator.knowledge.markers import APP_STARTUP_MARKER, READY_MARKER, SERVING_ACTIVITY, UVICORN_MARKER
+from orchestrator.knowledge.markers import (
+    API_SERVER_MARKER,
+    APP_STARTUP_MARKER,
+    READY_MARKER,
+    SERVING_ACTIVITY,
+    UVICORN_MARKER,
+)
+from orchestrator.knowledge.signatures import BY_ID
 
 
 def ready_line_no(evidence: Evidence) -> int | None:
@@ -19,7 +33,8 @@ def ready_line_no(evidence: Evidence) -> int | None:
     application's start-up completed, which uvicorn prints just before it)."""
     ready = evidence.marker(READY_MARKER)
     if ready is None and evidence.engine == "vllm":
-        ready = evidence.marker(UVICORN_MARKER) or evidence.marker(APP_STARTUP_MARKER)
+        ready = (evidence.marker(UVICORN_MARKER) or evidence.marker(APP_STARTUP_MARKER)
+                 or evidence.marker(API_SERVER_MARKER))
     return ready.line.line_no if ready else None
 
 
@@ -30,9 +45,26 @@ def last_activity_line_no(evidence: Evidence) -> int | None:
     return found[-1] if found else None
 
 
-def survived(line_no: int, *, ready: int | None, activity: int | None, recoverable: bool) -> bool:
-    """Whether the server went on after the line `line_no` (`ready` and `activity` as computed above);
-    `recoverable`: the failure is one a server can outlive (one request's exception)."""
+def stop_line_no(evidence: Evidence, ready: int | None) -> int | None:
+    """The first line after the ready one (`ready`, as computed above) where a stop asked from outside began."""
+    if ready is None:
+        return None
+    stops = [h.line.line_no for h in evidence.hits
+             if h.line.line_no > ready and h.signature in BY_ID and BY_ID[h.signature].stop]
+    for tb in evidence.tracebacks:
+        line, etype = tb.exception_line, exception_type(tb.exception)
+        if line is not None and line.line_no > ready and etype is not None and OPERATOR_STOP.search(etype):
+            stops.append(line.line_no)
+    return min(stops, default=None)
+
+
+def survived(line_no: int, *, ready: int | None, activity: int | None, recoverable: bool,
+             stop: int | None = None) -> bool:
+    """Whether the server went on after the line `line_no` (`ready`, `activity` and `stop` as computed above), or
+    the line is shutdown noise after a stop asked for; `recoverable`: the failure is one a server can outlive (one
+    request's exception)."""
     if ready is not None and line_no < ready:
+        return True
+    if stop is not None and line_no >= stop:
         return True
     return recoverable and activity is not None and line_no < activity

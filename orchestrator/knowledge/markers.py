@@ -65,6 +65,7 @@ MARKERS: tuple[MarkerSpec, ...] = (
 READY_MARKER = "ready"
 UVICORN_MARKER = "uvicorn_running"
 APP_STARTUP_MARKER = "app_startup"
+API_SERVER_MARKER = "api_server_start"
 
 
 def marker_of_line(line: str) -> MarkerSpec | None:

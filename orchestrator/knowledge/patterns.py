@@ -28,6 +28,9 @@ class Signature:
     `vocabulary`, when set, must also hold for the message (it names a server argument, say).
     `wraps` marks a statement that something else failed first (`Initialization failed. warmup error`, a router
     giving up): it names the category only when no other failure is stated above it.
+    `stop` marks a statement that the process was asked to stop from outside (a signal it received, a job cancelled):
+    before the server was ready it is the kill; once the server was ready, the end of the run, and what is logged
+    from there on is shutdown noise, not a cause (classify/survival.py).
     """
 
     id: str
@@ -43,6 +46,7 @@ class Signature:
     any_level: bool = False
     vocabulary: Callable[[str], bool] | None = None
     wraps: bool = False
+    stop: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
     context_regex: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
@@ -84,6 +88,7 @@ def sig(
     any_level: bool = False,
     vocabulary: Callable[[str], bool] | None = None,
     wraps: bool = False,
+    stop: bool = False,
 ) -> Signature:
     """A table row (a needle may be given as one string)."""
     return Signature(
@@ -100,4 +105,5 @@ def sig(
         any_level,
         vocabulary,
         wraps,
+        stop,
     )

@@ -120,17 +120,39 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         r"^Killed\b|\d Killed\s|\bKilled\s*$|\b[Ss]ignal 9\b|(?<!-9 \()SIGKILL",
         ("Killed", "ignal 9", "SIGKILL"), vocabulary=states_not_guesses,
         example="Killed"),
-    # The scheduler or the platform took the process away for a reason of its own: a job cancelled or preempted
-    # (Slurm), a pod evicted (Kubernetes), a spot instance reclaimed. A vLLM sequence group `preempted` for KV space is
-    # the engine's own scheduling, not a kill: the words must name a job, pod, node or instance.
+    # The scheduler or the platform took the process away for a reason of its own: a job preempted, requeued or lost
+    # with its node (Slurm's `CANCELLED AT <time> DUE TO PREEMPTION`), a pod evicted (Kubernetes), a spot instance
+    # reclaimed. A vLLM sequence group `preempted` for KV space is the engine's own scheduling, not a kill: the words
+    # must name a job, pod, node or instance.
     sig("taken_away", C.PROCESS_KILLED, 62,
-        r"\bCANCELLED AT \S+(?!\S)(?! DUE TO TIME LIMIT)"
+        r"\bCANCELLED AT \S+ DUE TO (?!TIME LIMIT)"
         r"|\bThe node was low on resource\b"
         r"|(?i:\b(?:pod|node|instance|vm|job|container)\b[^.]{0,60}\b(?:was |has been |got |is being )?"
         r"(?:preempted|evicted)\b|\bspot instance\b.{0,60}\b(?:interrupt\w*|reclaim\w*|terminat\w*)\b)",
         ("CANCELLED AT", "The node was low on resource", "reempted", "victed", "Spot instance", "spot instance",
          "REEMPTED", "VICTED", "Preempted", "Evicted"), any_level=True,
         example="Warning  Evicted  kubelet  The node was low on resource: memory. Container vllm was using 60Gi."),
+    # A job cancelled by its owner or its own script (slurmstepd's `*** STEP 12.0 ON node CANCELLED AT <time> ***`,
+    # what it prints for a SIGTERM or SIGKILL sent by scancel or by the job's end, with no `DUE TO` reason): killed from
+    # outside during start-up; once the server was ready, the run's end (a stop asked from outside, survival.py).
+    sig("job_cancelled", C.PROCESS_KILLED, 62, r"\bCANCELLED AT \S+ \*\*\*", "CANCELLED AT", any_level=True,
+        stop=True, example="slurmstepd: error: *** STEP 4242.1 ON gpu-node-3 CANCELLED AT 2025-01-01T10:00:00 ***"),
+    # A stop asked from outside, in the words of the process that received it: SGLang's `SIGTERM received. ... Draining
+    # requests and shutting down...`, vLLM's `[shutdown] API server: shutdown triggered` and `[shutdown] EngineCore:
+    # trigger received signal=SIGTERM` (their SIGTERM/SIGINT handlers), torch elastic's `Received Signals.SIGTERM death
+    # signal, shutting down workers` and the `SignalException: Process N got signal: 15` it raises, hf-xet's
+    # `Cancellation requested; stopping current tasks.` on Ctrl-C. During start-up it is the kill, below every cause
+    # stated before it (a failing API server stops its engine the same way); once the server was ready it begins the
+    # shutdown, and what is logged from there on is no cause (survival.py). SGLang's `Received sigquit from a child
+    # process` is no such stop: a child that failed sends it.
+    sig("stop_requested", C.PROCESS_KILLED, 9,
+        r"\bSIG(?:TERM|INT) received\b|\[shutdown\] API server: shutdown triggered\b"
+        r"|\btrigger received signal=SIG(?:TERM|INT)\b"
+        r"|\bReceived (?:Signals\.)?(?:SIG(?:TERM|INT|HUP)|15|2|1) death signal\b"
+        r"|\bSignalException: Process \d+ got signal: (?:15|2|1)\b|\bCancellation requested; stopping current tasks\b",
+        ("SIGTERM received", "SIGINT received", "shutdown triggered", "trigger received signal", "death signal",
+         "got signal: ", "Cancellation requested"), generic=True, any_level=True, stop=True,
+        example="SIGTERM received. signum=None frame=None. Draining requests and shutting down..."),
     # port_in_use: ports.
     sig("port_in_use", C.PORT_IN_USE, 85,
         r"(?i)address already in use|\[Errno 98\]|EADDRINUSE|is not available in \d+ seconds"
