@@ -20,7 +20,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.model import Cell, Phase, Status
+from orchestrator.model import Cell, Phase, Status, Verdict
+from orchestrator.retries import port_race, retries_owed, retry_class
+from orchestrator.settings import RetryPolicy
+from orchestrator.store.results import row_status
 from orchestrator.sweep.cell_run import AttemptResult
 from orchestrator.sweep.execute import QUEUED_EVENT
 from orchestrator.sweep.preflight import Preflight
@@ -46,23 +49,31 @@ class _InFlight:
 class SweepProgress:
     """Receives sweep events (from worker threads) and keeps the display current.
 
-    Counts follow the table's rules (store/results.py): a cell whose attempts disagree counts as
-    `fail`, once. The ETA counts attempts, not cells: a failing cell is retried (`retries:`), and
-    the share of first attempts failing so far says how many of the cells left will be.
+    Counts follow the table's rules (store/results.row_status: a cell whose attempts disagree counts as `fail`,
+    once; an infra attempt after a proof does not change it), and a cell is done when the retry rule the scheduler
+    applies (retries.decide_after) owes it no attempt. The ETA counts attempts, not cells: a failing cell is retried
+    (`retries:`), and the share of first attempts failing so far says how many of the cells left will be.
     """
 
     def __init__(
-        self, console: Console, total: int = 0, *, retries: int = 0, clock: Callable[[], float] = time.monotonic
+        self,
+        console: Console,
+        total: int = 0,
+        *,
+        retries: int = 0,
+        policy: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.console = console
         self.total = total
         self.retries = max(0, retries)
+        self.policy = policy or RetryPolicy()
         self.clock = clock
         self.done = 0
         self.invalid = 0
         self.valid = total
-        self.statuses: dict[str, list[Status]] = {}
-        """Cell id -> the status of each of its finished attempts, in order."""
+        self.attempts: dict[str, list[Verdict]] = {}
+        """Cell id -> the verdict of each of its finished attempts, in order."""
         self.counts: Counter[str] = Counter()
         self.durations: list[float] = []
         self.in_flight: dict[str, _InFlight] = {}
@@ -113,11 +124,11 @@ class SweepProgress:
             self.console.print(f"* note: {escape(note)}", soft_wrap=True)
         self._refresh()
 
-    def seed(self, statuses: dict[str, list[Status]]) -> None:
+    def seed(self, verdicts: dict[str, list[Verdict]]) -> None:
         """Attempts that reached their verdicts before this process (a resumed sweep): counted, not timed."""
         with self._lock:
-            for cell_id, attempts in statuses.items():
-                self.statuses.setdefault(cell_id, []).extend(attempts)
+            for cell_id, attempts in verdicts.items():
+                self.attempts.setdefault(cell_id, []).extend(attempts)
             self._recount()
     def on_grow(self, cells: list[Cell], why: str) -> None:
         """The plan grew by `cells` (adaptive localisation, or a fuller resume)."""
@@ -150,15 +161,15 @@ class SweepProgress:
             if entry:
                 self.durations.append(took)
                 self.ends.append(self.clock())
-            attempts = self.statuses.setdefault(result.cell.cell_id, [])
-            attempts.append(verdict.status)
+            attempts = self.attempts.setdefault(result.cell.cell_id, [])
+            attempts.append(verdict)
             self._recount()
-            cell_status = _cell_status(attempts)
+            cell_status = row_status([v.status for v in attempts])
         style = STATUS_STYLE.get(verdict.status, "")
         why = f" at {verdict.phase.value}" if verdict.phase and verdict.status is not Status.PASS else ""
         cause = f" {verdict.category.value}" if verdict.status is not Status.PASS else ""
         # A retry says so, so two lines of one cell in a log read as two attempts, not a duplicate.
-        retry = f" (retry {len(attempts) - 1} of {self.retries})" if len(attempts) > 1 else ""
+        retry = self._which_launch(attempts)
         flaky = ": flaky, counted as fail" if cell_status is Status.FAIL and verdict.status is Status.PASS else ""
         # Flag values are the user's text: `[/]` in one must print as itself, not as rich markup.
         eta = self.eta_s()
@@ -173,24 +184,36 @@ class SweepProgress:
 
     def _recount(self) -> None:
         """Cells done and counts by status, as the table will show them (call with the lock held)."""
-        cells = {cell: _cell_status(s) for cell, s in self.statuses.items()}
+        cells = {cell: row_status([v.status for v in s]) for cell, s in self.attempts.items()}
         self.counts = Counter(status.value for status in cells.values())
         if self.invalid:
             self.counts[Status.INVALID.value] += self.invalid
-        finished = sum(not self._owes_attempts(s) for s in self.statuses.values())
+        finished = sum(not self._owes_attempts(s) for s in self.attempts.values())
         self.done = self.invalid + finished
 
-    def _owes_attempts(self, attempts: list[Status]) -> bool:
-        """Whether a cell with these attempts will be run again (a failure with retries left, not yet flaky)."""
-        return attempts[-1] in _RETRIED and Status.PASS not in attempts and len(attempts) <= self.retries
+    def _owes_attempts(self, attempts: list[Verdict]) -> bool:
+        """Whether a cell with these attempts will be run again (the scheduler's rule)."""
+        return retries_owed(attempts, self.policy, self.retries)
+
+    def _which_launch(self, attempts: list[Verdict]) -> str:
+        """` (retry N of M)` on a retry's line, so two lines of one cell in a log read as two attempts, not a
+        duplicate; a relaunch after a port race says so (it uses up no retry)."""
+        if len(attempts) < 2:
+            return ""
+        earlier = attempts[:-1]
+        if port_race(earlier[-1]):
+            return " (relaunched on another port)"
+        kind = retry_class(earlier[-1])
+        allowed = self.policy.retries(kind, self.retries) if kind is not None else self.retries
+        return f" (retry {len(earlier) - sum(map(port_race, earlier))} of {allowed})"
 
     def attempts_left(self) -> float:
         """Expected attempts still to run (the one in flight counted by the share of a median attempt it has had)."""
-        firsts = [s[0] for s in self.statuses.values()]
+        firsts = [s[0].status for s in self.attempts.values()]
         fail_share = sum(s in _RETRIED for s in firsts) / len(firsts) if firsts else 0.0
-        untouched = max(0, self.valid - len(self.statuses))
+        untouched = max(0, self.valid - len(self.attempts))
         left = untouched * (1 + fail_share * self.retries)
-        left += sum(1 + self.retries - len(s) for s in self.statuses.values() if self._owes_attempts(s))
+        left += sum(max(1, 1 + self.retries - len(s)) for s in self.attempts.values() if self._owes_attempts(s))
         typical = statistics.median(self.durations) if self.durations else None
         if typical:
             now = self.clock()
@@ -254,8 +277,3 @@ def _duration(seconds: float) -> str:
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
-def _cell_status(attempts: list[Status]) -> Status:
-    """A cell's status from its attempts, as the table has it: both a pass and a fail make it `fail` (flaky)."""
-    if Status.PASS in attempts and Status.FAIL in attempts:
-        return Status.FAIL
-    return attempts[-1]

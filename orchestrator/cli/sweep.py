@@ -22,7 +22,7 @@ from orchestrator.cli.common import (
 from orchestrator.cli.progress import SweepProgress
 from orchestrator.cli.root import app
 from orchestrator.cli.sweep_plan import confirm_cost, not_run_lines
-from orchestrator.cli.sweep_resume import earlier_sweeps, finished_statuses, resume_command
+from orchestrator.cli.sweep_resume import earlier_sweeps, finished_verdicts, resume_command
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
 from orchestrator.errors import HostBusy, OrchestratorError
@@ -127,12 +127,12 @@ def sweep(
                 )
 
             try:
-                with SweepProgress(console, retries=matrix.retries) as progress:
+                with SweepProgress(console, retries=matrix.retries, policy=matrix.retry) as progress:
 
                     def planned(preflight: Preflight) -> None:
                         if said and resume:
                             # What ran before the interruption (and what re-attaching just finished) counts.
-                            progress.seed(finished_statuses(store, said[-1]))
+                            progress.seed(finished_verdicts(store, said[-1]))
                         progress.on_plan(preflight)
 
                     hooks = SweepHooks(

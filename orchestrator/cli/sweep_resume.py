@@ -8,18 +8,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from orchestrator.errors import StoreError
-from orchestrator.model import Status
+from orchestrator.model import Status, Verdict
 from orchestrator.store.records import RunRecord
 from orchestrator.store.sqlite import Store
 
 
-def finished_statuses(store: Store, sweep_id: str) -> dict[str, list[Status]]:
-    """Cell id -> the statuses of its attempts that reached a verdict, in order (for a resumed sweep's counts)."""
-    statuses: dict[str, list[Status]] = {}
-    for run in store.runs(sweep_id):
+def finished_verdicts(store: Store, sweep_id: str) -> dict[str, list[Verdict]]:
+    """Cell id -> the verdicts of its attempts that reached one, in order (for a resumed sweep's counts)."""
+    verdicts: dict[str, list[Verdict]] = {}
+    for run in sorted(store.runs(sweep_id), key=lambda r: r.attempt):
         if run.state == "done" and run.verdict and run.verdict.status not in (Status.INVALID, Status.SKIPPED):
-            statuses.setdefault(run.cell_id, []).append(run.verdict.status)
-    return statuses
+            verdicts.setdefault(run.cell_id, []).append(run.verdict)
+    return verdicts
 
 
 def earlier_sweeps(

@@ -24,7 +24,7 @@ Rules (pure, so the table, the JSON contract and `--resume` agree):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,7 +145,7 @@ def aggregate(
     return CellResult(
         cell=cell,
         runs=tuple(r for r, _ in counted),
-        status=Status.FAIL if flaky else verdict.status,
+        status=row_status([v.status for _, v in done]),
         phase=verdict.phase,
         category=verdict.category,
         root_cause_line=verdict.root_cause_line,
@@ -167,6 +167,16 @@ def aggregate(
         retry_reason=retry_reason(history, policy, retries_allowed),
         infra_runs=len(infra),
     )
+
+
+def row_status(statuses: Sequence[Status]) -> Status:
+    """The row's status from its finished attempts' statuses, in order (the rules above; not empty): the live
+    progress counts cells by it too, so its counts are the table's."""
+    proving: list[Status] = [s for s in statuses if s is not Status.INFRA]
+    counted = proving or list(statuses)
+    if Status.PASS in counted and Status.FAIL in counted:
+        return Status.FAIL  # flaky, or passing on one host and failing on another: the failure is the row's
+    return counted[-1]
 
 
 def _speed_of(run: RunRecord) -> dict[str, Any] | None:

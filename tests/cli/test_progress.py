@@ -16,6 +16,9 @@ from orchestrator.sweep.preflight import Preflight
 
 FAIL = Verdict(Status.FAIL, Phase.SAMPLED_DECODE, Category.NAN_IN_PROBS)
 PASS = Verdict(Status.PASS, Phase.AFTER_DECODE, Category.HEALTHY)
+PORT_RACE = Verdict(Status.INFRA, Phase.MODEL_LOAD, Category.PORT_IN_USE)
+INFRA = Verdict(Status.INFRA, Phase.MODEL_LOAD, Category.UNKNOWN)
+REJECTED = Verdict(Status.FAIL, Phase.ARG_PARSE, Category.INVALID_ARGUMENT)
 
 
 class Clock:
@@ -109,8 +112,26 @@ def test_a_resumed_sweep_counts_what_ran_before() -> None:
     clock = Clock()
     out = io.StringIO()
     view = SweepProgress(Console(file=out, width=200), retries=1, clock=clock)
-    view.seed({"c0": [Status.PASS], "c1": [Status.FAIL, Status.FAIL], "c2": [Status.FAIL]})
+    view.seed({"c0": [PASS], "c1": [FAIL, FAIL], "c2": [FAIL]})
     view.on_plan(Preflight([CellPlan(c, ("--x",)) for c in cells(4)], {}, {}))
     # c0 and c1 are done; c2 still owes its retry, c3 its first attempt.
     assert view.done == 2 and dict(view.counts) == {"pass": 1, "fail": 2}
     assert view.attempts_left() == pytest.approx(1 + 1 + 2 / 3)
+
+
+def test_counts_and_done_follow_the_retry_rule_of_the_scheduler() -> None:
+    """The view asks the table's and the scheduler's own rules (row_status, decide_after), not copies of them."""
+    clock = Clock()
+    view, out = progress(clock, 3, retries=1)
+    nan, raced, rejected = cells(3)
+    # A NaN, then a retry the host spoiled: the row shows the NaN, and the cell's one retry is used.
+    # A port race is relaunched without using the retry; a rejected flag is never retried (deterministic).
+    for cell, verdict in ((nan, FAIL), (nan, INFRA), (raced, PORT_RACE), (raced, PASS), (rejected, REJECTED)):
+        view.on_event(cell, "launched", None)
+        clock.now += 2
+        view.on_result(AttemptResult(cell, "r", verdict, Slot((0,), 1), True))
+    assert dict(view.counts) == {"fail": 2, "pass": 1}
+    assert view.done == 3 and view.attempts_left() == 0
+    lines = out.getvalue().splitlines()
+    assert any(line.startswith("* x=0 (retry 1 of 1): infra") for line in lines), lines
+    assert any(line.startswith("* x=1 (relaunched on another port): pass") for line in lines), lines
