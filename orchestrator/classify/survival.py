@@ -20,6 +20,7 @@ from orchestrator.harvest.records import Evidence
 from orchestrator.knowledge.markers import (
     API_SERVER_MARKER,
     APP_STARTUP_MARKER,
+    ENGINE_READY_MARKER,
     READY_MARKER,
     SERVING_ACTIVITY,
     UVICORN_MARKER,
@@ -30,11 +31,14 @@ from orchestrator.knowledge.signatures import BY_ID
 def ready_line_no(evidence: Evidence) -> int | None:
     """Where the server said it was ready (for vLLM, which has no warm-up: where uvicorn started, or, where the log
     lacks uvicorn's `Uvicorn running on` (a server started by its own runner, a log cut there), where the ASGI
-    application's start-up completed, which uvicorn prints just before it)."""
+    application's start-up completed, which uvicorn prints just before it; else where the API server started, which
+    vLLM logs once its engine is up (uvicorn's own lines may go to another stream); else, for the offline engine that
+    has no HTTP server (`LLM(...)`), where the engine's start-up ended: `init engine (profile, create kv cache, warmup
+    model) took`, after the KV cache, compilation and graph capture)."""
     ready = evidence.marker(READY_MARKER)
     if ready is None and evidence.engine == "vllm":
         ready = (evidence.marker(UVICORN_MARKER) or evidence.marker(APP_STARTUP_MARKER)
-                 or evidence.marker(API_SERVER_MARKER))
+                 or evidence.marker(API_SERVER_MARKER) or evidence.marker(ENGINE_READY_MARKER))
     return ready.line.line_no if ready else None
 
 

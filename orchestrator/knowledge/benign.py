@@ -3,9 +3,10 @@
 An access-log line for a 404 or a startup 503, a health check that is retried, a slow-tokenizer or
 deprecation notice, an HTTP client's report that the server refused its request with a 4xx (httpx's `Client error
 '422 Unprocessable Entity' for url`, requests' `400 Client Error: ... for url`: the server answered; not the model
-hub refusing a download), and `NoneType: None`, what a logger's `exception()` prints where no exception is being
-handled (its message, on the line before, is the statement). A benign line is never fatal and never evidence of a
-failure, whatever word it holds.
+hub refusing a download), `NoneType: None`, what a logger's `exception()` prints where no exception is being
+handled (its message, on the line before, is the statement), and a failure the message itself says the process goes on
+without (SGLang's `Failed to load generation config for <model>: ... Proceeding without generation config.`). A benign
+line is never fatal and never evidence of a failure, whatever word it holds.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ _BENIGN = re.compile(
     r"|Client error '4\d\d [^']*' for url|\b4\d\d Client Error: .{0,80} for url"
     r"(?!: https?://(?:huggingface\.co|hf\.co|[\w.\-]*modelscope\.\w+)/)"
     r"|^NoneType: None$"
+    r"|(?i:[.;,]\s*(?:proceeding|continuing|going on) without (?:the |a |an |any )?[\w -]{1,40}\.?\s*$)"
 )
 
 

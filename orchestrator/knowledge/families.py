@@ -88,9 +88,11 @@ FAMILIES: tuple[Family, ...] = (
     # Where it was raised.
     Family("args_code", C.INVALID_ARGUMENT, 45, exception=_BAD_INPUT,
            frames=ARGS_FRAMES),
-    # (FusedMoE's loader writes each expert's w13/w2 shard in `_load_w13`/`_load_w2`, in vLLM and SGLang alike.)
+    # (FusedMoE's loader writes each expert's w13/w2 shard in `_load_w13`/`_load_w2`, in vLLM and SGLang alike; their
+    # parameter classes copy a shard in `load_row_parallel_weight`, `load_column_parallel_weight`, `load_qkv_weight`.)
     Family("weights_code", C.WEIGHTS_LOAD_ERROR, 50,
            frames=r"in (?:load_weights\w*|_load_weights\w*|weight_loader\w*|_weight_loader\w*|load_state_dict"
+           r"|load_\w+_weight"
            r"|_load_w(?:13|2)|_load_module|load_checkpoint\w*|_load_\w*weight\w*|\w*weights_iterator|_prepare_weights"
            r"|download_weights\w*|load_sharded\w*)$|weight_utils\.py|safetensors[/\\]|model_loader[/\\]weight"),
     # Transformers' auto mappings have no entry for the checkpoint's model type (`KeyError: '<model_type>'` from

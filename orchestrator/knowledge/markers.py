@@ -66,6 +66,7 @@ READY_MARKER = "ready"
 UVICORN_MARKER = "uvicorn_running"
 APP_STARTUP_MARKER = "app_startup"
 API_SERVER_MARKER = "api_server_start"
+ENGINE_READY_MARKER = "engine_ready"
 
 
 def marker_of_line(line: str) -> MarkerSpec | None:

@@ -43,6 +43,18 @@ CONFIG_ROWS: tuple[Signature, ...] = (
         ("parallel", "not aligned"), phase=P.MODEL_LOAD,
         example="ValueError: The input size is not aligned with the quantized weight shape. This can be caused by "
         "too large tensor parallel size."),
+    # A parallel world larger than the devices there are: vLLM's `The number of required GPUs exceeds the total
+    # number of available GPUs in the placement group` (raised for a Ray placement group given to it, logged as a
+    # warning before it waits on one it creates) and `World size (4) is larger than the number of available GPUs (1)
+    # in this node`. The parallel sizes are wrong for this machine or cluster: valid alone, not for the GPU count
+    # (taxonomy.md).
+    sig("parallel_size_exceeds_devices", C.INVALID_ARGUMENT, 58,
+        r"(?i:\b(?:required|requested) (?:number of )?(?:GPU|NPU|TPU|XPU|HPU|device)s? exceeds? the (?:total )?"
+        r"number of (?:available )?(?:GPU|NPU|TPU|XPU|HPU|device)s?\b)"
+        r"|\bWorld size \(\d+\) is (?:larger|greater) than the number of available (?:GPU|NPU|XPU|HPU|device)s\b",
+        ("xceed", "XCEED", "World size"), in_warnings=True,
+        example="WARNING 05-26 18:53:53 [ray_utils.py:342] The number of required GPUs exceeds the total number of "
+        "available GPUs in the placement group."),
     sig("exception_in_arg_parsing", C.INVALID_ARGUMENT, 45, rf"^(?:[\w.]+\.)?{BAD_INPUT_TYPES}\b",
         "Error", phase=P.ARG_PARSE, context="(?m)" + ARGS_FRAMES,
         example="IndexError: list index out of range"),

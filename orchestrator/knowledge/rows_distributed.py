@@ -58,13 +58,18 @@ DISTRIBUTED_ROWS: tuple[Signature, ...] = (
         ("DistNetworkError", "c10d", "TCPStore", "gloo", "init_process_group"),
         example="torch.distributed.DistNetworkError: The client socket has timed out after 600s while trying to "
         "connect to (127.0.0.1, 29500)."),
+    # Gloo's full mesh left incomplete at rendezvous: its connectivity report (`[Gloo] Rank 8 is NOT connected to: [1]`,
+    # logged at INFO after `is connected to 14 peer ranks. Expected number of connected peer ranks is : 15`) names the
+    # peers a rank could not reach; what follows is the wait for them (a start-up timeout). A server that starts after
+    # it outlived it (survival applies).
+    sig("gloo_mesh_incomplete", C.NCCL_ERROR, 60, r"\bRank \d+ is NOT connected to:? ", "is NOT connected to",
+        any_level=True, example="[Gloo] Rank 8 is NOT connected to: [1]"),
     # Ray, the runtime that places a multi-node engine's workers, that cannot give the engine its GPUs (none on the
-    # node the driver runs on, fewer in the placement group than the parallel sizes ask): the distributed runtime
-    # failed to set up, like a rendezvous that cannot connect.
+    # node the driver runs on, a placement group it cannot create): the distributed runtime failed to set up, like a
+    # rendezvous that cannot connect. Fewer GPUs than the parallel sizes ask is the sizes' (rows_config.py).
     sig("ray_placement_failed", C.NCCL_ERROR, 62,
         r"Ray does not allocate any GPUs on the driver node"
-        r"|(?i:(?:required|requested) (?:number of )?GPUs? exceeds? the (?:total )?number of (?:available )?GPUs? in "
-        r"the placement group)|(?i:placement group .{0,80}(?:cannot|could not|failed to) (?:be )?(?:created|scheduled"
+        r"|(?i:placement group .{0,80}(?:cannot|could not|failed to) (?:be )?(?:created|scheduled"
         r"|placed|fulfilled))",
         ("Ray does not allocate", "placement group"),
         example="ValueError: Ray does not allocate any GPUs on the driver node. Consider adjusting the Ray placement "

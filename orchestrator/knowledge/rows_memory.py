@@ -26,7 +26,10 @@ MEMORY_ROWS: tuple[Signature, ...] = (
         r"(?:CUDA|HIP|NPU|XPU|MPS|MLU|GCU|MUSA) out of memory(?! occurred when)|OutOfMemoryError"
         r"|(?:CUDA|HIP) error: out of memory|cudaErrorMemoryAllocation|hipErrorOutOfMemory"
         r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED",
-        ("out of memory", "OutOfMemoryError", "cudaErrorMemoryAllocation", "hipErrorOutOfMemory", "_ALLOC_FAILED"),
+        # The device's name before `out of memory` is what a line can be found by: a C++ exception's `what():  NPU out
+        # of memory. Tried to allocate ...` carries no other literal.
+        ("out of memory", "A out of memory", "P out of memory", "U out of memory", "S out of memory",
+         "OutOfMemoryError", "cudaErrorMemoryAllocation", "hipErrorOutOfMemory", "_ALLOC_FAILED"),
         any_level=True,
         example="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 380.00 MiB."),
     # NCCL's report of the CUDA call that failed (`Last error: Cuda failure 'out of memory'`): the cause of its error.

@@ -172,8 +172,10 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
     # python_exception_other: any Python exception, and Python's own errors quoted without their type.
     # Any Python exception: a class named as one, or any class of a package's exceptions module, whatever its name
     # (`torch._dynamo.exc.Unsupported`, `triton.runtime.errors.OutOfResources`, `ray.exceptions.ActorDiedError`).
+    # PyTorch's C++ backtrace header (`Exception raised from malloc at <file>:<line> (most recent call first):`, after a
+    # c10::Error's message) is no exception of its own.
     sig("python_exception", C.PYTHON_EXCEPTION_OTHER, 20,
-        r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)\b"
+        r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception)\b(?! raised from \S+ at )"
         r"|^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Failed|Failure|Fault)(?::|\s*$)"
         r"|^(?:[a-z_]\w*\.)+(?:exc|exceptions?|errors?)\.[A-Z]\w*(?::|\s*$)",
         ("Error", "Exception", "Failed", "Failure", "Fault", ".exc.", ".exceptions.", ".errors.", ".error."),

@@ -196,3 +196,23 @@ def test_what_a_failure_or_a_supervisor_says_is_no_stop_asked_from_outside(messa
 def test_the_stop_statement_never_outranks_a_stated_cause() -> None:
     assert BY_ID["stop_requested"].generic
     assert BY_ID["stop_requested"].specificity < BY_ID["error_statement"].specificity
+
+
+_OFFLINE = [
+    "(EngineCore pid=9) INFO 06-04 05:34:00 [core.py:2] Initializing a V1 LLM engine (v0.22.0) with config: x",
+    "(Worker_TP0 pid=11) ERROR 06-04 05:34:39 [fa_utils.py:171] Cannot use FA version 2 is not supported due to FA2 "
+    "is only supported on devices with compute capability >= 8",
+    "(Worker_TP0 pid=11) INFO 06-04 05:34:39 [cuda.py:378] Using TRITON_ATTN attention backend out of potential "
+    "backends: ['TRITON_ATTN', 'FLEX_ATTENTION'].",
+    "(EngineCore pid=9) INFO 06-04 05:36:00 [core.py:4] init engine (profile, create kv cache, warmup model) took "
+    "40.86 s",
+]
+
+
+def test_vllms_offline_engine_is_up_where_its_start_up_ended() -> None:
+    verdict = classify(extract_evidence([*_OFFLINE, "Processed prompts: 100%|##########| 500/500"]))
+    assert (verdict.category, verdict.root_cause_line) == (C.HEALTHY, _OFFLINE[-1])
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    assert _classify([*_OFFLINE, oom]) == (C.CUDA_OOM, oom)
+    # Cut before the engine's start-up ended, the ERROR line is all the log says.
+    assert classify(extract_evidence(_OFFLINE[:-1])).status is Status.FAIL

@@ -45,7 +45,8 @@ def test_a_lora_adapter_refused_for_its_rank_is_still_an_argument_not_a_missing_
     [
         "ERROR 05-01 08:00:00 engine.py:400] Ray does not allocate any GPUs on the driver node. Consider adjusting the "
         "Ray placement group or running the driver on a GPU node.",
-        "ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group.",
+        # (Fewer GPUs in the placement group than the parallel sizes ask is the sizes' problem, taxonomy.md:
+        # tests/knowledge/test_placement_mesh_and_loader_families.py.)
         "RuntimeError: The placement group for the engine workers could not be scheduled within 300 seconds",
     ],
 )
