@@ -23,6 +23,8 @@ from orchestrator.secret import MASK, is_secret_name
 from orchestrator.settings import Deadlines
 
 FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+# A whole value that is a shell variable reference: what a user writes meaning "from my environment".
+SHELL_REFERENCE = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
 DEADLINE_NAMES = tuple(f.name for f in fields(Deadlines))
 
 
@@ -61,6 +63,26 @@ def env_names(doc: LoadedYaml, path: YamlPath, env: Mapping[Any, Any]) -> list[C
         for name in env
         if not ENV_NAME.match(str(name))
     ]
+
+
+def shell_references(doc: LoadedYaml, path: YamlPath, values: Mapping[Any, Any], kind: str) -> list[ConfigError]:
+    """Errors for values written `$VAR` or `${VAR}`: every value reaches the remote shell quoted, so the
+    launch would pass those characters (a token of `${HF...}` fails only at weight download, hours later).
+    `kind` is `env` (names as written) or `flag` (named `--name`)."""
+    errors: list[ConfigError] = []
+    for name, value in values.items():
+        found = SHELL_REFERENCE.match(value.strip()) if isinstance(value, str) else None
+        if found is None:
+            continue
+        shown = f"--{name}" if kind == "flag" else f"env {name}"
+        var, spelt = found.group(1) or found.group(2), repr(value.strip())
+        # A secret's clear value may itself look like `$word` (a password); `${WORD}` is surely a reference.
+        if is_secret_name(str(name)) and not found.group(1):
+            var, spelt = "VAR", "written like a shell variable ($VAR)"
+        message = f"{shown} is {spelt}, which is not expanded: the launch quotes every value"
+        fix = f"write `{name}: {{secret: {var}}}` (read from your shell at launch, never stored), or the value itself"
+        errors.append(error_at(doc, (*path, name), message, fix))
+    return errors
 
 
 def nul_bytes(doc: LoadedYaml, path: YamlPath, value: object, depth: int = 4) -> list[ConfigError]:
@@ -230,6 +252,8 @@ def matrix_checks(doc: LoadedYaml) -> list[ConfigError]:
     axes = {k: v for k, v in section.items() if k not in ("include", "exclude")}
     errors = flag_names(doc, ("flags",), as_mapping(data.get("flags")))
     errors += env_names(doc, ("env",), as_mapping(data.get("env")))
+    errors += shell_references(doc, ("env",), as_mapping(data.get("env")), "env")
+    errors += shell_references(doc, ("flags",), as_mapping(data.get("flags")), "flag")
     errors += _axes(doc, axes)
     errors += _entries(doc, "include", section.get("include"), axes)
     errors += _entries(doc, "exclude", section.get("exclude"), axes)

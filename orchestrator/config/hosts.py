@@ -16,7 +16,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from orchestrator.config.checks import DEADLINE_NAMES, as_mapping, env_names, known_keys, nul_bytes
+from orchestrator.config.checks import (
+    DEADLINE_NAMES,
+    as_mapping,
+    env_names,
+    known_keys,
+    nul_bytes,
+    shell_references,
+)
 from orchestrator.config.diagnostics import dotted, error_at, from_pydantic
 from orchestrator.config.model import (
     DEFAULT_LAUNCHER,
@@ -200,6 +207,7 @@ def _raw_checks(doc: LoadedYaml, name: str, raw: object) -> list[ConfigError]:
         path: YamlPath = (*at, "installs", install, "env")
         envs[path] = as_mapping(as_mapping(spec).get("env"))
     errors = [error for path, env in envs.items() for error in env_names(doc, path, env)]
+    errors += [error for path, env in envs.items() for error in shell_references(doc, path, env, "env")]
     errors += known_keys(doc, (*at, "deadlines"), raw.get("deadlines"), DEADLINE_NAMES)
     errors += nul_bytes(doc, at, raw)
     errors += _surrogates(doc, at, raw)
