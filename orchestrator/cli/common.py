@@ -66,6 +66,30 @@ def resolve_host(name: str | None, *, scenario: Path | None, hosts_file: Path | 
     return host
 
 
+def unknown_matrix_host(matrix_path: Path, name: str, hosts_file: Path | None) -> ConfigError | None:
+    """The error for a matrix whose `host:` names no host or group of hosts.yaml, at that line; None if known.
+
+    resolve_host's own error names hosts.yaml only, while the name to fix was written in the matrix.
+    """
+    from orchestrator.config.hosts import load_groups, locate_hosts_file
+    from orchestrator.config.load import load_hosts
+    from orchestrator.config.yamlpos import load_yaml
+
+    hosts_path = locate_hosts_file(hosts_file, os.environ)
+    known = sorted(load_hosts(hosts_path)) + sorted(load_groups(hosts_path)) if hosts_path is not None else []
+    if name == "sim" or name in known:
+        return None
+    where = hosts_path or hosts_candidates(hosts_file)[0]
+    instead = f"write `host: {known[0]}`, " if len(known) == 1 else f"write one of {', '.join(known)}, "
+    instead = instead if known else ""
+    return ConfigError(
+        f"host {name!r} is not in {where} (hosts.yaml has: {', '.join(known) or 'none'})",
+        file=str(matrix_path),
+        line=load_yaml(matrix_path).line_of(("host",)),
+        fix=f"{instead}add {name!r} to {where}, or pass --host NAME (sim: the simulated host)",
+    )
+
+
 def resolve_hosts(names: Sequence[str], *, scenario: Path | None, hosts_file: Path | None) -> list[HostConfig]:
     """The hosts of a sweep: each `--host` (a host, or a group of hosts.yaml), in order, each host once."""
     from orchestrator.config.hosts import load_groups, locate_hosts_file

@@ -18,6 +18,7 @@ from orchestrator.cli.common import (
     print_table,
     resolve_host,
     resolve_hosts,
+    unknown_matrix_host,
 )
 from orchestrator.cli.progress import SweepProgress
 from orchestrator.cli.root import app
@@ -99,6 +100,8 @@ def sweep(
             check_output_file(json_out, "--json-out")  # now, not after a night of launches
         matrix = load_matrix(matrix_path)
         names = host or _pool_of(db, resume) or ([matrix.host] if matrix.host else [])
+        if names == [matrix.host] and not host and (unknown := unknown_matrix_host(matrix_path, names[0], hosts_file)):
+            raise unknown
         hosts = resolve_hosts(names, scenario=scenario, hosts_file=hosts_file) if names else []
         host_config = hosts[0] if hosts else resolve_host(None, scenario=scenario, hosts_file=hosts_file)
         options = SweepOptions(

@@ -17,11 +17,11 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.cli.common import exits_on_error, make_console, resolve_host
+from orchestrator.cli.common import echo, exits_on_error, make_console, resolve_host, unknown_matrix_host
 from orchestrator.cli.root import app
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import HostConfig, Matrix, effective_deadlines
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.matrix.expand import expand
 from orchestrator.matrix.grammar import FlagGrammar
 from orchestrator.matrix.helptext import parse_help, version_of_capture
@@ -87,6 +87,8 @@ def validate(
         typer.echo(json.dumps(_document(matrix, plans, source, on_host, cost), indent=2))
     else:
         _print(matrix, plans, source, on_host, cost)
+    if not on_host:
+        _warn_of_matrix_host(matrix_path, matrix.host, hosts_file)
     if invalid:
         # Always, since issue 20 (`--strict` stays accepted): a typo must stop a script before the night starts.
         typer.echo(
@@ -95,6 +97,20 @@ def validate(
             err=True,
         )
         raise typer.Exit(1)
+
+
+def _warn_of_matrix_host(matrix_path: Path, name: str | None, hosts_file: Path | None) -> None:
+    """Say now, not at the sweep, that the matrix's `host:` (the sweep's default host) is unknown or unreadable.
+
+    A warning: the flags may be valid all the same, and the night may run with --host.
+    """
+    unknown: OrchestratorError | None
+    try:
+        unknown = unknown_matrix_host(matrix_path, name, hosts_file) if name else None
+    except OrchestratorError as exc:
+        unknown = exc
+    if unknown is not None:
+        echo(f"warning: {unknown}; `orchestrator sweep` without --host would stop here", err=True)
 
 
 def shipped_plans(cells: list[Cell], gpus: int) -> tuple[list[CellPlan], str]:

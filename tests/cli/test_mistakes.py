@@ -97,3 +97,30 @@ def test_sweep_json_out_into_a_missing_folder_is_refused_before_the_sweep(tmp_pa
     result = invoke("sweep", matrix, "--host", "sim", "--db", str(db), "--json-out", str(target))
     one_clear_line(result, str(target), "--json-out")
     assert not db.exists()
+
+
+HOSTS_BOX = "box:\n  ssh: me@gpu-box:22\n  launcher: /x -m sglang.launch_server\n  gpus: 8\n  workdir: /w\n"
+MATRIX_NOSUCH = "name: t\nhost: nosuch\nflags: {model-path: /m, tp-size: 8}\nmatrix:\n  attention-backend: [triton]\n"
+
+
+def test_sweep_of_a_matrix_whose_host_is_not_in_hosts_yaml_names_the_matrix_line(tmp_path: Path) -> None:
+    (tmp_path / "hosts.yaml").write_text(HOSTS_BOX)
+    (tmp_path / "m.yaml").write_text(MATRIX_NOSUCH)
+    hosts, matrix, db = tmp_path / "hosts.yaml", tmp_path / "m.yaml", tmp_path / "o.db"
+    result = invoke("sweep", str(matrix), "--hosts", str(hosts), "--db", str(db), "--yes")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"{matrix}:2: host 'nosuch'" in result.output and "hosts.yaml has: box" in result.output
+    assert "host: box" in result.output  # the fix names what to write
+    assert not db.exists()  # nothing started
+
+
+def test_validate_warns_of_a_matrix_host_that_is_not_in_hosts_yaml(tmp_path: Path) -> None:
+    (tmp_path / "hosts.yaml").write_text(HOSTS_BOX)
+    (tmp_path / "m.yaml").write_text(MATRIX_NOSUCH)
+    result = invoke("validate", str(tmp_path / "m.yaml"), "--hosts", str(tmp_path / "hosts.yaml"))
+    assert result.exit_code == 0, result.output  # the flags are valid; the host is the sweep's concern
+    assert f"{tmp_path / 'm.yaml'}:2: host 'nosuch'" in result.output
+    assert "sweep` without --host would stop" in result.output
+    (tmp_path / "m.yaml").write_text(MATRIX_NOSUCH.replace("nosuch", "box"))
+    ok = invoke("validate", str(tmp_path / "m.yaml"), "--hosts", str(tmp_path / "hosts.yaml"))
+    assert ok.exit_code == 0 and "host 'box'" not in ok.output
