@@ -8,6 +8,7 @@ before the night), and the output says which release, and that the host's own `-
 from __future__ import annotations
 
 import json
+from collections import Counter
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +22,8 @@ from orchestrator.cli.common import echo, exits_on_error, make_console, resolve_
 from orchestrator.cli.root import app
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import HostConfig, Matrix, effective_deadlines
+from orchestrator.config.where import problem_places
+from orchestrator.config.yamlpos import load_yaml
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.matrix.expand import expand
 from orchestrator.matrix.grammar import FlagGrammar
@@ -83,12 +86,14 @@ def validate(
             len(plans), valid, len(invalid), None, None, (),
             lambda n: launch_estimate(n, 1, matrix.deadlines, [], valid, False, load),
         ).text()  # fmt: skip
+    places = _places(matrix_path, plans)
     if fmt == "json":
-        typer.echo(json.dumps(_document(matrix, plans, source, on_host, cost), indent=2))
+        typer.echo(json.dumps(_document(matrix, plans, source, on_host, cost, places), indent=2))
     else:
         _print(matrix, plans, source, on_host, cost)
     if not on_host:
         _warn_of_matrix_host(matrix_path, matrix.host, hosts_file)
+    _say_where(matrix_path, [places[plan.cell.cell_id] for plan in invalid])
     if invalid:
         # Always, since issue 20 (`--strict` stays accepted): a typo must stop a script before the night starts.
         typer.echo(
@@ -97,6 +102,30 @@ def validate(
             err=True,
         )
         raise typer.Exit(1)
+
+
+def _places(matrix_path: Path, plans: list[CellPlan]) -> dict[str, list[tuple[str, object, int]]]:
+    """cell id -> (flag as written, value, line) of each flag its problems name: where to fix an invalid cell."""
+    doc = load_yaml(matrix_path)
+    return {
+        plan.cell.cell_id: [(p.flag, p.value, p.line) for p in problem_places(doc, plan.cell, plan.problems)]
+        for plan in plans
+    }
+
+
+def _say_where(matrix_path: Path, places: list[list[tuple[str, object, int]]]) -> None:
+    """`FILE:LINE: flag (values): N invalid cells` for each place the invalid cells' reasons point at."""
+    cells: Counter[tuple[str, int]] = Counter()
+    values: dict[tuple[str, int], list[str]] = {}
+    for place in places:
+        for flag, value, line in place:
+            cells[flag, line] += 1
+            shown = json.dumps(value) if isinstance(value, bool) else str(value)
+            values.setdefault((flag, line), [])
+            values[flag, line] += [shown] if shown not in values[flag, line] else []
+    for (flag, line), count in cells.items():
+        which = ", ".join(values[flag, line])
+        echo(f"{matrix_path}:{line}: {flag}: {which}: {count} invalid cell{'s' * (count > 1)} (reason above)", err=True)
 
 
 def _warn_of_matrix_host(matrix_path: Path, name: str | None, hosts_file: Path | None) -> None:
@@ -156,7 +185,14 @@ def _print(matrix: Matrix, plans: list[CellPlan], source: str, on_host: bool, co
     console.print(cost, soft_wrap=True)
 
 
-def _document(matrix: Matrix, plans: list[CellPlan], source: str, on_host: bool, cost: str) -> dict[str, Any]:
+def _document(
+    matrix: Matrix,
+    plans: list[CellPlan],
+    source: str,
+    on_host: bool,
+    cost: str,
+    places: dict[str, list[tuple[str, object, int]]],
+) -> dict[str, Any]:
     """`validate --format json`: what was checked against, and each cell's verdict."""
     return {
         "matrix": matrix.name,
@@ -173,6 +209,7 @@ def _document(matrix: Matrix, plans: list[CellPlan], source: str, on_host: bool,
                 "ok": p.ok,
                 "problems": list(p.problems),
                 "notes": list(p.notes),
+                "where": [{"flag": f, "line": line} for f, _, line in places[p.cell.cell_id]],
             }
             for p in plans
         ],

@@ -112,3 +112,25 @@ def test_a_sweep_whose_every_cell_is_invalid_exits_non_zero(tmp_path: Path) -> N
     mixed = orchestrator("sweep", str(matrix(tmp_path, "triton, trition")), "--host", "simhost", "--hosts",
                          str(hosts), db=db)  # fmt: skip
     assert mixed.returncode == 0, mixed.stdout + mixed.stderr
+
+
+def test_invalid_cells_name_the_lines_to_edit(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        "name: typos\n"
+        "flags: {model-path: /models/m, tp-size: eight}\n"  # line 2: every cell's wrong type
+        "matrix:\n"
+        "  attention-backend:\n"
+        "    - triton\n"
+        "    - flashinfr\n"  # line 6: one cell's bad value
+        "  enable-dp-attenton: [true, false]\n"  # line 7: a misspelled flag
+    )
+    result = invoke("validate", str(path), "--format", "json")
+    assert result.exit_code == 1
+    assert f"{path}:6: attention-backend: flashinfr" in result.stderr, result.stderr
+    assert f"{path}:7: enable-dp-attenton" in result.stderr
+    assert f"{path}:2: tp-size" in result.stderr
+    assert "did you mean --attention-backend" not in result.stderr  # a flag the reason suggests is not a place
+    where = {w["line"] for c in json.loads(result.stdout)["cells"] for w in c["where"]}
+    assert where == {2, 6, 7}
+    assert f"error: {path}: 4 of 4 cells invalid" in result.stderr
