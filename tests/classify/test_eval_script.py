@@ -58,28 +58,22 @@ def test_floors_on_every_labelled_set() -> None:
     scored = ev.score_folder(CRASH_LOGS) + ev.score_folder(REAL_LOGS)
     figures = ev.figures(scored)
     assert figures["logs"] >= 40
-    assert figures["category_accuracy"] >= 0.90, figures
-    assert figures["root_cause_line"] >= 0.90, figures
-    # Two healthy logs of the fitting part are called failures: disaggregated servers whose KV transfer fails per
-    # request (a NIXL engine-ID mismatch, Mooncake store puts failing with RPC_FAIL) and that recompute the prompt.
-    # Only the logger's file (a KV connector) says the failure was one request's, and the message, not the file,
-    # decides (tests/knowledge/test_request_and_prefix_families.py). Batch 32r, scored unseen, added a third, in the
-    # checking part: a vLLM server that served its benchmark and was then shut down by its job, after which the API
-    # server's output handler logs an EngineDeadError traceback at ERROR; only the '[shutdown]' lines before it say
-    # the engine died because it was told to stop. Batch 32s, scored unseen, added a fourth, in the fitting part: a vLLM
-    # start-up that logs, at WARNING, a whole traceback ending in an ImportError for an optional kernel library
-    # (deep_gemm) and then serves. The floor follows the data (4), it does not excuse them.
+    # The floors are what the rules reach on every labelled set (scripts/eval-classify), set when batches 32v..32y had
+    # landed and rules had read the fitting part's misses: category 0.932, root line 0.958 on 950 logs.
+    assert figures["category_accuracy"] >= 0.93, figures
+    assert figures["root_cause_line"] >= 0.95, figures
+    # Healthy logs called failures, four, all in the fitting part: two disaggregated servers whose KV transfer fails per
+    # request (a NIXL engine-ID mismatch, Mooncake store puts failing with RPC_FAIL) and recompute the prompt, where
+    # only the logger's file says the failure was one request's (tests/knowledge/test_request_and_prefix_families.py);
+    # and two SGLang-on-Ascend performance tests whose server served every request before the test's own unittest
+    # assertion on throughput/TPOT failed (a test's threshold on a figure reads the same as an accuracy threshold,
+    # which would be wrong output). Servers stopped from outside after serving are healthy since classify/survival.py
+    # reads the stop (tests/classify/test_outside_stop.py). The floor follows the data (4), it does not excuse them.
     assert figures["healthy_false_alarms"] <= 4, figures
-    # Failures read as healthy: the fitting part has none but one (a hang whose only sign is /health answering 503);
-    # the rest are checking logs, which no rule may be written against, so this guards against more, not for none.
-    # Batch 32o added one: a fitting log whose only line is a NotImplementedError message wrapped over three
-    # indented lines, as pasted in the thread. Batch 32p added three fitting ones, also landed unseen by any rule: an
-    # NVSHMEM init failure stated at INFO, a vLLM refusal quoted wrapped over two indented lines, and a Gaudi graph
-    # compiler's '[error]' lines with no Python exception. The floor follows the data (9), it does not excuse them.
-    # Since then rules read two of those (the wrapped NotImplementedError, NVSHMEM at INFO) and the shared fixtures
-    # gained one (a readiness probe refused by a proxy); batch 32q, scored unseen, added one fitting one: a
-    # Kubernetes start whose last lines are vLLM's DEBUG 'Waiting for 1 local ... core engine proc(s) to start'. 9.
-    assert figures["missed_failures"] <= 9, figures
+    # Failures read as healthy: six, most in the checking part, which no rule may be written against; the fitting
+    # part's are a hang whose only sign is /health answering 503 and a vLLM refusal quoted wrapped over indented
+    # lines. The floor guards against more.
+    assert figures["missed_failures"] <= 6, figures
 
 
 def test_the_script_prints_the_figures(capsys: object) -> None:
@@ -124,16 +118,20 @@ def test_floors_on_the_checking_part() -> None:
     checking = ev.figures(ev.split(scored)["checking"])
     assert checking["logs"] >= 50
     # Issue 32's target is 0.90 for all three; these floors guard what the checking part has reached (category
-    # 0.832, root line 0.902, similar 0.95 on 144 failing + 29 healthy logs, scripts/eval-classify --split) with a
-    # small margin against regressions; the checking part is never tuned on. It overstates what unseen logs get: batches
-    # gathered after the rules were written scored 0.62-0.73 before any rule saw them (labels-issue32j..n.jsonl's
-    # commits), since the checking logs come from the same searches, so the same kinds, as the fitting ones.
-    # Was 0 until batch 32r's served-then-shut-down vLLM log (an EngineDeadError after a deliberate '[shutdown]',
-    # see above) landed in the checking part; no rule may be written against it, so the guard is now against more.
-    assert checking["healthy_false_alarms"] <= 1, checking
-    assert checking["root_cause_line"] >= 0.88, checking
-    assert checking["category_accuracy"] >= 0.80, checking
-    assert checking["similar_precision"] >= 0.93, checking
+    # 0.841, root line 0.897, similar 0.919, no healthy false alarm on 203 failing + 49 healthy logs once batches
+    # 32v..32y had landed, scripts/eval-classify --split); the checking part is never tuned on. It overstates what
+    # unseen logs get: batches gathered after the rules were written scored 0.5-0.73 before any rule saw them
+    # (labels-issue32*.jsonl's commits), since the checking logs come from the same searches, so the same kinds, as
+    # the fitting ones. Healthy false alarms: back to 0 since servers stopped from outside after serving (an
+    # EngineDeadError after a requested '[shutdown]') read as the end of the run (classify/survival.py), a rule written
+    # from the fitting part's such logs.
+    assert checking["healthy_false_alarms"] <= 0, checking
+    assert checking["root_cause_line"] >= 0.89, checking
+    assert checking["category_accuracy"] >= 0.83, checking
+    # Was 0.93; batches 32v..32y brought checking logs whose nearest shipped neighbour names another category: 0.919
+    # with the shipped evidence as committed, 0.91 with it regenerated from every labelled log (measured in memory
+    # when 32x had landed).
+    assert checking["similar_precision"] >= 0.91, checking
 
 
 def test_a_healthy_label_without_a_line_is_found_by_a_healthy_verdict() -> None:
