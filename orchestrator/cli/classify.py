@@ -79,6 +79,29 @@ def payload(evidence: Evidence, verdict: Verdict) -> dict[str, Any]:
     }
 
 
+EMPTY_NOTE = "the file is empty: nothing was logged, so 'healthy' says nothing about the server"
+_HEAD = 65536
+_TEXT_CONTROLS = frozenset("\t\n\r\x1b\b\f\v")
+
+
+def notes(path: Path, evidence: Evidence) -> list[str]:
+    """What the verdict cannot say by itself: a log with nothing in it, or a file that is no text log.
+
+    Either way the classifier finds no failure in it; said plainly, so that "healthy" is not read as
+    "the server was fine" (a server that crashed before its first line, a core dump or archive passed by mistake).
+    """
+    if evidence.bytes == 0:
+        return [EMPTY_NOTE]
+    with path.open("rb") as f:
+        head = f.read(_HEAD)
+    text = head.decode("utf-8", "replace")
+    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in _TEXT_CONTROLS))
+    if b"\0" in head or odd > len(text) // 10:
+        share = round(100 * odd / max(len(text), 1))
+        return [f"not a text log ({share}% of its first {len(head)} bytes are NUL, control or invalid UTF-8 bytes)"]
+    return []
+
+
 def lines_around(path: Path, line_no: int, radius: int = CONTEXT) -> list[tuple[int, str]]:
     """The physical lines `line_no - radius .. line_no + radius` of a file, found by counting line breaks."""
     first, last = max(1, line_no - radius), line_no + radius
@@ -211,19 +234,22 @@ def classify_command(
     for path in files:
         try:
             evidence = read_evidence(path)
+            said = notes(path, evidence)
         except OSError as exc:
             problems.append(str(path))
             typer.echo(visible(f"error: cannot read {path}: {exc.strerror or exc}"), err=True)
             continue
         verdict = classify(evidence)
         if as_json:
-            doc = payload(evidence, verdict)
+            doc = {**payload(evidence, verdict), "notes": said}
             typer.echo(json.dumps({"file": str(path), **doc} if several else doc))
             continue
         if several:
             typer.echo(typer.style(f"== {visible(str(path))}: ", bold=True) + LABELS[verdict.category])
         for line in render(path, evidence, verdict):
             typer.echo(line)
+        for note in said:
+            typer.echo(typer.style(f"note: {note}", fg="yellow"))
         if several:
             typer.echo("")
     if problems:

@@ -191,3 +191,21 @@ def test_format_json_and_term_are_the_json_flag_and_the_report() -> None:
     both = runner.invoke(app, ["classify", str(log), "--json", "--format", "term"])
     assert both.exit_code == 2 and "--format term" in both.output
     assert runner.invoke(app, ["classify", str(log), "--format", "md"]).exit_code == 2
+
+
+def test_an_empty_or_binary_file_is_not_called_a_healthy_log_without_saying_so(tmp_path: Path) -> None:
+    empty, binary = tmp_path / "server.log", tmp_path / "core.log"
+    empty.write_bytes(b"")
+    binary.write_bytes(bytes(range(256)) * 40)
+    said = CliRunner().invoke(app, ["classify", str(empty)])
+    assert said.exit_code == 0 and "the file is empty" in said.output, said.output
+    doc = json.loads(CliRunner().invoke(app, ["classify", str(empty), "--json"]).stdout)
+    assert doc["notes"] == ["the file is empty: nothing was logged, so 'healthy' says nothing about the server"]
+    said = CliRunner().invoke(app, ["classify", str(binary)])
+    assert "not a text log" in said.output and "\x00" not in said.output, said.output
+    doc = json.loads(CliRunner().invoke(app, ["classify", str(binary), "--json"]).stdout)
+    assert any("not a text log" in note for note in doc["notes"])
+    real = json.loads(
+        CliRunner().invoke(app, ["classify", str(next(iter(sorted(CRASH_LOGS.rglob("*.log"))))), "--json"]).stdout
+    )
+    assert real["notes"] == []
