@@ -33,7 +33,10 @@ class Estimate:
 
     def text(self) -> str:
         """`30 cells, about 2.5 h (per cell 600 s, from past runs (12))`; under an hour in minutes."""
+        if self.cells == 0:  # every cell invalid or known bad: "about 1 min" would be a minute of nothing
+            return "no cells (nothing to launch)"
         took = f"{self.hours:.1f} h" if self.hours >= 1 else f"{max(1, round(self.hours * 60))} min"
         packed = f", {self.parallel} at a time" if self.parallel > 1 else ""
-        return f"{self.cells} cells, about {took} (per cell {self.per_cell_s:.0f} s{packed}, from {self.source})"
+        cells = f"{self.cells} cell{'s' * (self.cells != 1)}"
+        return f"{cells}, about {took} (per cell {self.per_cell_s:.0f} s{packed}, from {self.source})"
 

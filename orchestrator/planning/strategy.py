@@ -81,7 +81,7 @@ class LaunchCost:
     def text(self) -> str:
         """`648 cells; strategy adaptive (the default above 64 cells): launches at most 64 cells, about ...`."""
         why = " (the default for this size)" if self.by_default else ""
-        head = f"{self.matrix_cells} cells; strategy {self.strategy}{why}: "
+        head = f"{self.matrix_cells} cell{'s' * (self.matrix_cells != 1)}; strategy {self.strategy}{why}: "
         if self.strategy == "adaptive":
             head += (
                 f"launches at most {self.estimate.text()}: a covering array of {self.start}, then the cells "

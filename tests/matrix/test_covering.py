@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from orchestrator.matrix.cost import Estimate, default_strategy
 from orchestrator.matrix.covering import covering_cells, pairs_of
+from orchestrator.planning.strategy import LaunchCost
 from tests.plan_axes import AXES
 
 
@@ -66,3 +67,14 @@ def test_default_strategy_and_estimate_text() -> None:
     cold = Estimate(100, 3600.0, "deadlines", parallel=2)
     assert cold.hours == 50 and "2 at a time" in cold.text()
     assert cold.hours > 12 > past.hours  # `sweep` asks before a night above --max-hours (cli/sweep_plan.py)
+
+
+def test_estimate_of_no_cell_and_of_one() -> None:
+    # An all-invalid matrix launches nothing: no minute of it, and one cell is one cell.
+    assert Estimate(0, 600.0, "deadlines").text() == "no cells (nothing to launch)"
+    assert Estimate(1, 600.0, "deadlines").text() == "1 cell, about 10 min (per cell 600 s, from deadlines)"
+    one = LaunchCost.of(1, "full", True, ["c1"], 0, (), None, Estimate(1, 60.0, "deadlines"))
+    assert one.text() == (
+        "1 cell; strategy full (the default for this size): "
+        "launches 1 cell, about 1 min (per cell 60 s, from deadlines)"
+    )
