@@ -108,7 +108,7 @@ def _duration(value: object) -> float:
         try:
             return parse_duration(value)
         except ValueError as exc:
-            message = str(exc)
+            message = str(exc).split(" (write", 1)[0]  # settings' own hint: the fix below says it once
     else:
         message = f"not a duration: got {kind_of(value)}"
     raise PydanticCustomError("duration", "{error}", {"error": message, "fix": "write e.g. 90s, 30m or 1.5h"})

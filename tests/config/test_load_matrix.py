@@ -275,3 +275,12 @@ def test_a_device_a_pipe_or_a_folder_is_refused_without_reading_it(tmp_path: Pat
     assert time.perf_counter() - started < 1.0
     assert err.value.file == str(path) and "so it is not read" in str(err.value)
     assert "pass the path of the YAML file itself" in str(err.value)
+
+
+def test_a_wrong_duration_says_its_fix_once(tmp_path: Path) -> None:
+    text = "flags: {model-path: /m}\nmatrix:\n  a: [1]\ndeadlines: {model_load: 30 minutes}\n"
+    error = only_error(write(tmp_path, text))
+    assert str(error) == (
+        f"{tmp_path / 'matrix.yaml'}:4: deadlines.model_load: not a duration: '30 minutes' "
+        "(fix: write e.g. 90s, 30m or 1.5h)"
+    )
