@@ -23,7 +23,7 @@ from orchestrator.cli.common import (
 from orchestrator.cli.progress import SweepProgress
 from orchestrator.cli.root import app
 from orchestrator.cli.sweep_plan import confirm_cost, not_run_lines
-from orchestrator.cli.sweep_resume import earlier_sweeps, finished_verdicts, resume_command
+from orchestrator.cli.sweep_resume import earlier_sweeps, finished_verdicts, foreign_matrix, resume_command
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
 from orchestrator.errors import HostBusy, OrchestratorError
@@ -99,6 +99,10 @@ def sweep(
         if json_out is not None:
             check_output_file(json_out, "--json-out")  # now, not after a night of launches
         matrix = load_matrix(matrix_path)
+        if resume:
+            with open_store(db, create=False) as store:
+                if wrong := foreign_matrix(store, resume, matrix):
+                    raise wrong
         names = host or _pool_of(db, resume) or ([matrix.host] if matrix.host else [])
         if names == [matrix.host] and not host and (unknown := unknown_matrix_host(matrix_path, names[0], hosts_file)):
             raise unknown

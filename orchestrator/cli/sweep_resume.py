@@ -7,10 +7,37 @@ import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from orchestrator.errors import StoreError
+from orchestrator.config.model import Matrix
+from orchestrator.errors import ConfigError, StoreError
+from orchestrator.matrix.expand import expand
 from orchestrator.model import Status, Verdict
 from orchestrator.store.records import RunRecord
 from orchestrator.store.sqlite import Store
+
+
+def foreign_matrix(store: Store, ref: str, matrix: Matrix) -> ConfigError | None:
+    """The error for resuming a sweep with a matrix it was not run from: another name and other axes.
+
+    The engine resumes with whatever file it is given (an edited file only changes deadlines, probes and the
+    like); a different matrix would show the old sweep's cells as the answer to the new file. An edited or
+    renamed file keeps its name or its axes, and may resume.
+    """
+    record = store.resolve_sweep(ref)
+    stored = store.get_cells(record.sweep_id)
+    if matrix.name == record.name or not stored:
+        return None
+    axes = {a for cell in stored for a in cell.axes} - {"host"}
+    given = {a for cell in expand(matrix) for a in cell.axes} - {"host"}
+    if given == axes:
+        return None
+    path = record.matrix_path or "MATRIX"
+    return ConfigError(
+        f"sweep {record.sweep_id} is of matrix {record.name!r} ({path}), axes {', '.join(sorted(axes)) or 'none'}; "
+        f"this file is matrix {matrix.name!r}, axes {', '.join(sorted(given)) or 'none'}",
+        file=matrix.path,
+        fix=f"resume it with its own matrix: `orchestrator sweep {path} --resume {record.sweep_id}`, or start "
+        "this one without --resume (`orchestrator sweeps` lists the store's sweeps)",
+    )
 
 
 def finished_verdicts(store: Store, sweep_id: str) -> dict[str, list[Verdict]]:
