@@ -162,7 +162,7 @@ LOADING_ROWS: tuple[Signature, ...] = (
     # built from a vocabulary, it leaves alone a notice that goes on to say what the server does instead (`; using
     # eos_token as pad_token`): a fallback survived, not a failure.
     sig("tokenizer_fault", C.TOKENIZER_OR_TEMPLATE_ERROR, 58, TOKENIZER_FAULT.pattern,
-        ("okeni", "OKENI", "emplate", "EMPLATE", "pecial token"), phase=P.MODEL_LOAD,
+        ("okeni", "OKENI", "emplate", "EMPLATE", "pecial token", "iktoken", "ocab file"), phase=P.MODEL_LOAD,
         vocabulary=names_no_argument_nor_fallback,
         example="ValueError: tokenizer does not define required token <|image_pad|>"),
     # Transformers has no tokenizer or processor class for the checkpoint's config: the tokenizer cannot be built (its

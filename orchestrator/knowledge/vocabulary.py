@@ -127,8 +127,13 @@ CACHE_SHORTAGE = re.compile(
 memory for it, a demand that exceeds it, a token budget (`max_total_num_tokens`) that came out too small, or the advice
 to give it a larger share of the memory."""
 
-TOKENIZER = r"(?i:\b(?:fast |slow )?tokeni[sz]ers?\b(?! ?manager|_worker)|\bchat[ _]templates?\b|\bspecial tokens?\b)"
-"""Words that name the tokenizer or its chat template (not SGLang's tokenizer manager process)."""
+TOKENIZER = (
+    r"(?i:\b(?:fast |slow )?tokeni[sz]ers?\b(?! ?manager|_worker)|\bchat[ _]templates?\b|\bspecial tokens?\b"
+    r"|\btiktoken\b|\bvocab(?:ulary)? files?\b)"
+)
+"""Words that name the tokenizer or its chat template (not SGLang's tokenizer manager process): also the BPE library
+tiktoken and a vocabulary file (openai_harmony's `HarmonyError: invalid tiktoken vocab file: ...` when gpt-oss's
+encoding does not load)."""
 TOKENIZER_OBJECTS = (
     r"(?:\b(?!\w*Logits)\w*(?:Tokenizer|Processor)(?:Fast)?\b|\b(?:de)?tokeniz\w*|\bvocabular(?:y|ies)\b"
     r"|\bchat[_ ]template\b)"

@@ -112,3 +112,27 @@ def test_a_shard_copy_failing_in_a_parameters_loader_is_the_checkpoints() -> Non
         error,
     ]
     assert _classify(*lines) == (C.WEIGHTS_LOAD_ERROR, error)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "openai_harmony.HarmonyError: invalid tiktoken vocab file: hash mismatch: computed=e3b0c44298fc1c149afbf4c8"
+        "996fb92427ae41e4649b934ca495991b7852b855",
+        "openai_harmony.HarmonyError: invalid tiktoken vocab file: expected token and rank, could not split on ' ' at "
+        "line 67054",
+    ],
+)
+def test_a_tiktoken_vocabulary_that_does_not_load_is_the_tokenizers(line: str) -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x/vllm/entrypoints/openai/parser/harmony_utils.py", line 83, in get_encoding',
+        "    _harmony_encoding = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)",
+        line,
+    ]
+    assert _classify(*lines) == (C.TOKENIZER_OR_TEMPLATE_ERROR, line)
+
+
+def test_tiktoken_named_beside_no_fault_is_no_tokenizer_failure() -> None:
+    line = "INFO 01-01 10:00:00 [harmony_utils.py:1] Loaded tiktoken vocab file o200k_base from the cache"
+    assert classify(extract_evidence([line])).status is Status.PASS
