@@ -80,10 +80,11 @@ def installs_pair(view: SweepView, installs: str, store: Store) -> tuple[str, st
 
 @app.command()
 def compare(
-    a: Annotated[str, typer.Argument(help="The sweep before (id or unique prefix).")],
+    a: Annotated[str, typer.Argument(metavar="A", help="The sweep before (id or unique prefix).")],
     b: Annotated[
         str | None,
         typer.Argument(
+            metavar="B",
             help="The sweep after (default: the latest sweep of the same matrix on the same host; with --installs, "
             "the same sweep)."
         ),
@@ -127,7 +128,7 @@ def compare(
 def explain(
     sweep: Annotated[
         str | None,
-        typer.Argument(help=SWEEP_HELP),
+        typer.Argument(metavar="SWEEP", help=SWEEP_HELP),
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = "term",
     db: Annotated[Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB or ./orchestrator.db).")] = None,

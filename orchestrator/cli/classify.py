@@ -216,7 +216,10 @@ def log_files(paths: list[Path]) -> tuple[list[Path], list[str]]:
 
 @app.command("classify")
 def classify_command(
-    paths: Annotated[list[Path], typer.Argument(help="Server logs (SGLang or vLLM, any size), or folders of them.")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PATH...", help="Server logs (SGLang or vLLM, any size), or folders of them."),
+    ],
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON: one object, or one per line (with `file`) for several logs.")
     ] = False,

@@ -69,7 +69,7 @@ def _compared(baseline: tuple[SweepRecord, list[CellResult]], view: SweepView, r
 def report(
     sweep: Annotated[
         str | None,
-        typer.Argument(help=SWEEP_HELP),
+        typer.Argument(metavar="SWEEP", help=SWEEP_HELP),
     ] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML page here.")] = None,
     md: Annotated[
@@ -122,6 +122,7 @@ def bugreport(
     run: Annotated[
         str,
         typer.Argument(
+            metavar="RUN",
             help="Run id or unique prefix (the table's run column), or SWEEP:CELL for the run a table row shows."
         ),
     ],

@@ -52,7 +52,9 @@ REPRODUCED, COULD_NOT_RUN, FAILED_DIFFERENTLY = 1, 2, 3
 
 @app.command()
 def repro(
-    run: Annotated[str, typer.Argument(help="The run to reproduce: its id or a unique prefix, or SWEEP:CELL.")],
+    run: Annotated[
+        str, typer.Argument(metavar="RUN", help="The run to reproduce: its id or a unique prefix, or SWEEP:CELL.")
+    ],
     script: Annotated[bool, typer.Option("--script", help="Print a standalone bash script instead.")] = False,
     host: Annotated[str | None, typer.Option(help="Re-run on this host (default: the run's own).")] = None,
     db: Annotated[Path | None, typer.Option(help="The store (default: $ORCHESTRATOR_DB or ./orchestrator.db).")] = None,

@@ -28,7 +28,7 @@ SWEEP_HELP = "Sweep id or unique prefix (default: the latest sweep that launched
 @app.command()
 def table(
     sweep: Annotated[
-        str | None, typer.Argument(help=SWEEP_HELP)
+        str | None, typer.Argument(metavar="SWEEP", help=SWEEP_HELP)
     ] = None,
     fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = "term",
     wide: Annotated[

@@ -58,12 +58,11 @@ def validate(
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = "term",
 ) -> None:
+    # The help's paragraphs are one line each: typer keeps a docstring's line breaks, cutting sentences.
     """Expand a matrix and check every cell against an SGLang release's flags; launches nothing.
 
-    Without --host or --against, the cells are checked against the newest SGLang release whose flags ship
-    with orchestrator (a cell only an older shipped release accepts is valid, with a note); the host's own
-    `--help` decides, so run it again with --host before the night.
-    """
+    Without --host or --against, the cells are checked against the newest SGLang release whose flags ship with orchestrator (a cell only an older shipped release accepts is valid, with a note); the host's own `--help` decides, so run it again with --host before the night.
+    """  # noqa: E501
     with exits_on_error():
         matrix = load_matrix(matrix_path)
         cells = expand(matrix)

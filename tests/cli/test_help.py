@@ -62,3 +62,26 @@ def test_a_named_command_loads_only_its_module() -> None:
     assert code == 0 and "Usage: orchestrator table" in text
     commands = {f"orchestrator.cli.{m}" for m in cli.COMMANDS.values()}
     assert {m for m in modules if m in commands} == {"orchestrator.cli.table"}
+
+
+def test_usage_lines_name_arguments_as_design_does_and_paragraphs_are_not_cut() -> None:
+    # DESIGN.md's contract spells the arguments `table [SWEEP]`, `compare A B`, `repro RUN`, `classify PATH...`;
+    # each command's help must read the same (typer braces a required one), and a paragraph wraps at the
+    # terminal's width, not mid-sentence.
+    usages = {
+        "table": "orchestrator table [OPTIONS] [SWEEP]",
+        "explain": "orchestrator explain [OPTIONS] [SWEEP]",
+        "report": "orchestrator report [OPTIONS] [SWEEP]",
+        "compare": "orchestrator compare [OPTIONS] {A} [B]",
+        "repro": "orchestrator repro [OPTIONS] {RUN}",
+        "bugreport": "orchestrator bugreport [OPTIONS] {RUN}",
+        "classify": "orchestrator classify [OPTIONS] {PATH...}",
+        "validate": "orchestrator validate [OPTIONS] {MATRIX}",
+    }
+    for command, usage in usages.items():
+        text, code, _ = _help_run(command, "--help")
+        assert code == 0 and usage in text, text
+    text, _, _ = _help_run("validate", "--help")
+    lines = [line.strip() for line in text.splitlines()]
+    assert not any(line in ("ship", "own") for line in lines), text
+    assert "release whose flags ship with orchestrator" in " ".join(lines)
