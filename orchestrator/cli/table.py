@@ -1,4 +1,4 @@
-"""`orchestrator table [SWEEP] [--format term|md|csv|json] [--wide] [--sort matrix|speed] [--best] [--db PATH]`.
+"""`orchestrator table [SWEEP] [--format term|md|csv|json|html] [--wide] [--sort matrix|speed] [--best] [--db PATH]`.
 
 The pass/fail table of a sweep, with a `tok/s` column where passing cells were measured; `--sort speed` puts
 the fastest passing cell first, `--best` names it with the exact command its run launched.
@@ -10,7 +10,7 @@ wrapped with `--wide`); piped or redirected, every row is printed whole on one l
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 import typer
 
@@ -27,10 +27,11 @@ SWEEP_HELP = "Sweep id or unique prefix (default: the latest sweep that launched
 
 @app.command()
 def table(
-    sweep: Annotated[
-        str | None, typer.Argument(metavar="SWEEP", help=SWEEP_HELP)
-    ] = None,
-    fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = "term",
+    sweep: Annotated[str | None, typer.Argument(metavar="SWEEP", help=SWEEP_HELP)] = None,
+    fmt: Annotated[
+        Literal["term", "md", "csv", "json", "html"],
+        typer.Option("--format", "-f", help="Output format (html: the heat-map page of `report --html`, on stdout)."),
+    ] = "term",
     wide: Annotated[
         bool, typer.Option("--wide", help="Wrap root causes onto more lines instead of cutting them to the width.")
     ] = False,
@@ -49,10 +50,14 @@ def table(
     ] = False,
 ) -> None:
     """Print the pass/fail table of a sweep: one row per cell."""
+    if fmt == "html" and (listing or best):
+        raise typer.BadParameter(
+            "html is a sweep's page: --list and --best take term, md, csv or json", param_hint="-f"
+        )
     if listing:
         from orchestrator.cli.sweeps import print_sweeps
 
-        print_sweeps(fmt, db)
+        print_sweeps(_table_format(fmt), db)
         return
     try:
         with Store(db or default_db_path(), create=False) as store:
@@ -60,8 +65,14 @@ def table(
             results = store.cell_results(record.sweep_id)
             newer = 0 if sweep else next(i for i, r in enumerate(store.list_sweeps()) if r.sweep_id == record.sweep_id)
     except StoreError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        hint = " (fix: `orchestrator sweeps` lists the store's sweeps)" if "no sweep matches" in str(exc) else ""
+        typer.echo(f"error: {exc}{hint}", err=True)
         raise typer.Exit(1) from exc
+    if fmt == "html":
+        from orchestrator.report.html import render_html
+
+        echo(render_html(record, speed_view.by_speed(results) if sort == "speed" else results), nl=False)
+        return
     if best:
         (typer.echo if fmt == "json" else echo)(speed_view.render_best(fmt, results, record), nl=False)
         return
@@ -82,4 +93,9 @@ def table(
                 soft_wrap=True,
             )
     else:
-        (typer.echo if fmt == "json" else echo)(render(fmt, results, record), nl=False)
+        (typer.echo if fmt == "json" else echo)(render(_table_format(fmt), results, record), nl=False)
+
+
+def _table_format(fmt: str) -> TableFormat:
+    """`fmt` once html is handled: one of the text formats the table and the sweeps list share."""
+    return cast(TableFormat, fmt)

@@ -80,3 +80,18 @@ def test_an_unknown_or_ambiguous_sweep_is_a_clear_error(db: Path) -> None:
 
 def test_an_unknown_format_is_refused(db: Path) -> None:
     assert invoke(["--db", str(db), "--format", "xml"]).exit_code == 2
+
+
+def test_html_as_design_lists_it(db: Path) -> None:
+    # DESIGN's contract: `table [SWEEP] [--format term|md|csv|json|html]`: the heat-map page, on stdout.
+    page = invoke([OLD, "--db", str(db), "--format", "html"])
+    assert page.exit_code == 0, page.output
+    assert page.output.lstrip().lower().startswith("<!doctype html") and OLD in page.output
+    assert page.output.rstrip().endswith("</html>")
+    listed = invoke(["--list", "--db", str(db), "-f", "html"])
+    assert listed.exit_code == 2 and "--list" in listed.output  # the list has md, csv and json, not a page
+
+
+def test_an_unknown_sweep_says_where_the_ids_are(db: Path) -> None:
+    unknown = invoke(["s-1999", "--db", str(db)])
+    assert "`orchestrator sweeps` lists" in unknown.output, unknown.output
