@@ -66,7 +66,8 @@ def payload(evidence: Evidence, verdict: Verdict) -> dict[str, Any]:
         "root_cause_line_no": root_line_no(evidence, verdict),
         "first_error": evidence.first_error.text if evidence.first_error else None,
         "first_error_line_no": evidence.first_error.line_no if evidence.first_error else None,
-        "warnings": [w.to_dict() for w in evidence.warnings],
+        "warnings": [w.text for w in evidence.warnings],  # DESIGN's contract: a list of strings
+        "warning_details": [w.to_dict() for w in evidence.warnings],
         "deprecations": [d.to_dict() for d in evidence.deprecations],
         "tracebacks": [t.to_dict() for t in evidence.tracebacks],
         "markers": [m.to_dict() for m in evidence.markers],

@@ -46,7 +46,8 @@ def test_json_contract_on_a_real_crash_log() -> None:
     assert doc["tracebacks"][0]["lines"][0].endswith("Scheduler hit an exception: Traceback (most recent call last):")
 
 
-def test_json_warnings_are_objects_with_counts(tmp_path: Path) -> None:
+def test_json_warnings_are_strings_with_their_counts_beside(tmp_path: Path) -> None:
+    # DESIGN's contract: `warnings` is a list of strings; each one's count and first sighting are `warning_details`.
     log = tmp_path / "server.log"
     warning = "DeepGemm is enabled but the scale_fmt of checkpoint is not ue8m0. This might cause accuracy degradation."
     log.write_text(
@@ -55,7 +56,8 @@ def test_json_warnings_are_objects_with_counts(tmp_path: Path) -> None:
         "[2026-01-05 10:00:03] The server is fired up and ready to roll!\n"
     )
     doc = json.loads(runner.invoke(app, ["classify", "--json", str(log)]).stdout)
-    assert doc["warnings"] == [{"text": warning, "count": 2, "first_seen": "2026-01-05 10:00:00", "line_no": 1}]
+    assert doc["warnings"] == [warning]
+    assert doc["warning_details"] == [{"text": warning, "count": 2, "first_seen": "2026-01-05 10:00:00", "line_no": 1}]
     assert doc["resolved"] == {"attention_backend": "trtllm_mha"}
     assert [m["name"] for m in doc["markers"]] == ["ready"]
     assert (doc["category"], doc["phase"]) == ("healthy", "ready")
