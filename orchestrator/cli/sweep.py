@@ -16,7 +16,6 @@ from orchestrator.cli.common import (
     make_console,
     open_store,
     print_table,
-    resolve_host,
     resolve_hosts,
     unknown_matrix_host,
 )
@@ -26,7 +25,7 @@ from orchestrator.cli.sweep_plan import confirm_cost, not_run_lines
 from orchestrator.cli.sweep_resume import earlier_sweeps, finished_verdicts, foreign_matrix, resume_command
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
-from orchestrator.errors import HostBusy, OrchestratorError
+from orchestrator.errors import ConfigError, HostBusy, OrchestratorError
 from orchestrator.matrix.cost import DEFAULT_MAX_HOURS
 from orchestrator.model import Status
 from orchestrator.report.table import render
@@ -107,7 +106,14 @@ def sweep(
         if names == [matrix.host] and not host and (unknown := unknown_matrix_host(matrix_path, names[0], hosts_file)):
             raise unknown
         hosts = resolve_hosts(names, scenario=scenario, hosts_file=hosts_file) if names else []
-        host_config = hosts[0] if hosts else resolve_host(None, scenario=scenario, hosts_file=hosts_file)
+        if not hosts:
+            raise ConfigError(
+                "no host given: the matrix has no `host:` and no --host was passed",
+                file=str(matrix_path),
+                fix="add `host: NAME` to it (an entry of configs/hosts.yaml), or pass --host NAME (--host sim: the "
+                "simulated host)",
+            )
+        host_config = hosts[0]
         options = SweepOptions(
             packed=not serial,
             settings=RunSettings(effective_deadlines(host_config, matrix), matrix.probes, matrix.stall),

@@ -124,3 +124,12 @@ def test_validate_warns_of_a_matrix_host_that_is_not_in_hosts_yaml(tmp_path: Pat
     (tmp_path / "m.yaml").write_text(MATRIX_NOSUCH.replace("nosuch", "box"))
     ok = invoke("validate", str(tmp_path / "m.yaml"), "--hosts", str(tmp_path / "hosts.yaml"))
     assert ok.exit_code == 0 and "host 'box'" not in ok.output
+
+
+def test_sweep_of_a_matrix_without_host_and_without_host_option_names_the_matrix(tmp_path: Path) -> None:
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text("name: t\nflags: {model-path: /m}\nmatrix:\n  attention-backend: [triton]\n")
+    result = invoke("sweep", str(matrix), "--db", str(tmp_path / "o.db"), "--yes")
+    assert result.exit_code == 1 and "<config>" not in result.output, result.output
+    assert f"error: {matrix}: no host given" in result.output
+    assert "add `host: NAME` to it" in result.output and "--host sim" in result.output
