@@ -42,6 +42,8 @@ from orchestrator.transport.ssh_target import note_origin
 
 HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SSH = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?P<host>\[[^\]\s]+\]|[^:@\s\[\]]+)(?::(?P<port>\d+))?$")
+_PORT = re.compile(r"(?<!:)(?:\]|[^:\]\[]):([^:\]]*)$")
+"""What follows the one colon of `host:port` (not an IPv6 address's colons)."""
 _SSH_ONLY = ("known_hosts", "identity_file", "accept_new_host_keys", "ssh_config")
 
 SIM_LAUNCHER = f"{shlex.quote(sys.executable)} -m orchestrator.sim"
@@ -338,6 +340,11 @@ def _reach(doc: LoadedYaml, at: YamlPath, entry: HostEntry) -> tuple[list[Config
     port = int(match["port"]) if match and match["port"] else None
     if not match or (port is not None and not 0 < port < 65536):
         message = f"ssh: {entry.ssh!r} is not user@host[:port] or an ~/.ssh/config alias"
+        given = _PORT.search(entry.ssh or "")
+        if port is not None:
+            message = f"ssh: {entry.ssh!r} is not user@host[:port]: port {port} is out of range (1-65535)"
+        elif given and not given[1].isdigit():
+            message = f"ssh: {entry.ssh!r} is not user@host[:port]: port {given[1]!r} is not a number"
         where = (*at, "ssh" if entry.ssh else "transport")
         return [error_at(doc, where, message, "write e.g. `ssh: me@gpu-box:22`")], None
     return [], (transport, match["user"], match["host"].strip("[]"), port)

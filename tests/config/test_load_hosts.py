@@ -188,3 +188,19 @@ def test_an_ssh_host_remembers_its_file_and_line_for_connection_errors(tmp_path:
     spec = transport_spec(load_hosts(path)["gpu"])
     assert isinstance(spec, SshTarget)
     assert resolve(spec).origin == f"{path}:6 (host 'gpu')"
+
+
+@pytest.mark.parametrize(
+    ("ssh", "said"),
+    [
+        ("me@gpu-box:99999", "port 99999 is out of range (1-65535)"),
+        ("me@gpu-box:0", "port 0 is out of range (1-65535)"),
+        ("me@gpu-box:ssh", "port 'ssh' is not a number"),
+        ("me@gpu-box:", "port '' is not a number"),
+    ],
+)
+def test_a_bad_ssh_port_is_named(tmp_path: Path, ssh: str, said: str) -> None:
+    text = f"box:\n  ssh: '{ssh}'\n  launcher: /x -m sglang.launch_server\n  workdir: /w\n"
+    (error,) = errors_of(text, tmp_path)
+    assert error.line == 2 and said in str(error), str(error)
+    assert "ssh: me@gpu-box:22" in (error.fix or "")
