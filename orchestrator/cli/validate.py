@@ -240,7 +240,11 @@ def _grammar_from_file(path: Path) -> FlagGrammar:
     try:
         text = path.read_text(errors="replace")
     except OSError as exc:
-        raise ConfigError(f"cannot read the help file: {exc.strerror}", file=str(path)) from exc
+        raise ConfigError(
+            f"cannot read the --against help file: {exc.strerror}",
+            file=str(path),
+            fix="give --against a saved `python -m sglang.launch_server --help > FILE`, or check with --host H instead",
+        ) from exc
     if "usage:" not in text:
         raise ConfigError(
             "this is not SGLang's --help output (no 'usage:' line)",

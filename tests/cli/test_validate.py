@@ -134,3 +134,9 @@ def test_invalid_cells_name_the_lines_to_edit(tmp_path: Path) -> None:
     where = {w["line"] for c in json.loads(result.stdout)["cells"] for w in c["where"]}
     assert where == {2, 6, 7}
     assert f"error: {path}: 4 of 4 cells invalid" in result.stderr
+
+
+def test_a_missing_help_file_says_how_to_make_one(tmp_path: Path) -> None:
+    result = invoke("validate", str(matrix(tmp_path, "triton")), "--against", str(tmp_path / "help.txt"))
+    assert result.exit_code == 1 and "No such file or directory" in result.output
+    assert "fix: give --against a saved `python -m sglang.launch_server --help > FILE`" in result.output
