@@ -15,6 +15,7 @@ from orchestrator.cli.common import exits_on_error, make_console, open_store, re
 from orchestrator.cli.formats import FORMAT_HELP, json_wanted
 from orchestrator.cli.root import app
 from orchestrator.config.model import HostConfig, Matrix
+from orchestrator.errors import OrchestratorError
 from orchestrator.matrix.argv import cell_from_argv
 from orchestrator.model import Cell, Phase
 from orchestrator.probe.speed import band_of, speed_text
@@ -47,6 +48,11 @@ def run(
     as_json = json_wanted(as_json, fmt)
     console = make_console(stderr=as_json)
     with exits_on_error():
+        if not argv:
+            raise OrchestratorError(
+                "no SGLang flags after `--`: there is nothing to launch (fix: the flags as SGLang takes them, e.g. "
+                "`orchestrator run -- --model-path /models/M --tp-size 8`)"
+            )
         host_config = resolve_host(host, scenario=scenario, hosts_file=hosts_file)
         matrix = one_cell_matrix(host_config, argv)
         options = SweepOptions(packed=False, settings=RunSettings(Deadlines().with_overrides(host_config.deadlines)))
@@ -66,6 +72,8 @@ def run(
                     typer.echo(line, err=True)
                 raise typer.Exit(exc.exit_code) from None
             runs = store.runs(sweep_id)
+            if not runs:
+                raise OrchestratorError(f"sweep {sweep_id} recorded no run of the command line (nothing was launched)")
             payload = run_payload(store, runs[-1]) | {"simulated": simulated}
     if as_json:
         typer.echo(json.dumps(payload, indent=2))
@@ -143,9 +151,8 @@ def print_verdict(console: Console, payload: dict[str, Any]) -> None:
         console.print(f"root cause: {payload['root_cause_line']}", markup=False)
     if payload.get("reason"):
         console.print(f"reason: {payload['reason']}", markup=False)
-    console.print(
-        f"run {payload['run_id']} · run dir {payload.get('run_dir')} · log {payload.get('log')}", markup=False
-    )
+    where = f"run dir {payload['run_dir']} · log {payload['log']}" if payload.get("run_dir") else "not launched"
+    console.print(f"run {payload['run_id']} · {where}", markup=False)
 
 
 def speed_line(payload: dict[str, Any]) -> str | None:

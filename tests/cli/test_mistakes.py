@@ -133,3 +133,12 @@ def test_sweep_of_a_matrix_without_host_and_without_host_option_names_the_matrix
     assert result.exit_code == 1 and "<config>" not in result.output, result.output
     assert f"error: {matrix}: no host given" in result.output
     assert "add `host: NAME` to it" in result.output and "--host sim" in result.output
+
+
+def test_run_without_flags_says_what_to_give_and_stores_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "o.db"
+    result = invoke("run", "--db", str(db))
+    assert result.exit_code == 1, result.output
+    assert not isinstance(result.exception, IndexError) and "Traceback" not in result.output
+    assert "error: no SGLang flags after `--`" in result.output and "orchestrator run -- --model-path" in result.output
+    assert not db.exists()
