@@ -15,12 +15,14 @@ from orchestrator.analysis.inputs import SweepView
 from orchestrator.analysis.render import render_comparison, render_explanation
 from orchestrator.cli.common import check_output_file, echo, exits_on_error, open_store
 from orchestrator.cli.root import app
+from orchestrator.errors import OrchestratorError
+from orchestrator.model import Status
 from orchestrator.report.bugreport import render_bugreport
 from orchestrator.report.html import render_html
 from orchestrator.report.speed_view import speeds_of
 from orchestrator.report.table import render_md, table_json
 from orchestrator.report.views import sweep_view
-from orchestrator.store.records import SweepRecord
+from orchestrator.store.records import RunRecord, SweepRecord
 from orchestrator.store.results import CellResult
 from orchestrator.store.sqlite import Store
 
@@ -123,7 +125,7 @@ def bugreport(
         str,
         typer.Argument(
             metavar="RUN",
-            help="Run id or unique prefix (the table's run column), or SWEEP:CELL for the run a table row shows."
+            help="Run id or unique prefix (the table's run column), or SWEEP:CELL for the run a table row shows.",
         ),
     ],
     db: DbOption = None,
@@ -131,6 +133,26 @@ def bugreport(
     """Print one run as Markdown to paste into an SGLang GitHub issue."""
     with exits_on_error(), open_store(db, create=False) as store:
         record = store.get_run(run)
+        _reportable(record)
         sweep, results = _load(store, record.sweep_id)
         text = render_bugreport(record, sweep, results)
     echo(text, nl=False)
+
+
+def _reportable(run: RunRecord) -> None:
+    """Refuse a run that is no SGLang bug: it passed, the host or the tool failed (infra), or it has no verdict yet.
+
+    Rendered anyway, a pass read "SGLang fails at after_decode (healthy)": a wrong issue to file upstream.
+    """
+    status = run.verdict.status if run.verdict else None
+    why = {
+        Status.PASS: "passed: there is no failure to report",
+        Status.INFRA: "failed for the host or the orchestrator (infra), not for SGLang",
+        Status.SKIPPED: "was skipped: it never ran",
+        None: "has no verdict yet (still running, or interrupted)",
+    }.get(status)
+    if why:
+        raise OrchestratorError(
+            f"run {run.run_id} {why} (fix: pick a failing run from `orchestrator table {run.sweep_id} -f csv`, "
+            "its run_id column)"
+        )

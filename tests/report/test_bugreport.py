@@ -106,3 +106,13 @@ def test_the_same_run_gives_the_same_text(sweep: tuple[SweepRecord, list[CellRes
         run = store.get_run(results[0].run_id or "")
     assert render_bugreport(run, record, results) == render_bugreport(run, record, results)
     assert re.search(r"Written by orchestrator from run `r-[0-9a-f]+`", render_bugreport(run, record, results))
+
+
+def test_a_passing_run_has_no_bug_to_report(db: Path, sweep: tuple[SweepRecord, list[CellResult]]) -> None:
+    _, results = sweep
+    passed = next(r for r in results if r.status is Status.PASS)
+    assert passed.run_id is not None
+    result = CliRunner().invoke(app, ["bugreport", passed.run_id, "--db", str(db)])
+    assert result.exit_code == 1, result.output
+    assert f"run {passed.run_id} passed" in result.output and "[Bug]" not in result.output
+    assert "orchestrator table" in result.output  # where the failing runs are
