@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 
 from orchestrator.config.model import HostConfig
-from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.errors import ConfigError, OrchestratorError, StoreError
 from orchestrator.report.table import term_lines
 from orchestrator.safeconsole import SafeConsole
 from orchestrator.store import Store, default_db_path
@@ -103,9 +103,20 @@ def resolve_hosts(names: Sequence[str], *, scenario: Path | None, hosts_file: Pa
     return [resolve_host(n, scenario=scenario, hosts_file=hosts_file) for n in dict.fromkeys(wanted)]
 
 
+def store_path(db: Path | None) -> Path:
+    """The result store's file (--db, else $ORCHESTRATOR_DB, else ./orchestrator.db); a folder is refused by name."""
+    path = Path(db or default_db_path())
+    if path.is_dir():  # SQLite would only say "unable to open database file", or table "no store at"
+        raise StoreError(
+            f"the store {path} is a folder (fix: name a file in it: --db {path / 'orchestrator.db'}, or set "
+            "ORCHESTRATOR_DB to one)"
+        )
+    return path
+
+
 def open_store(db: Path | None, *, create: bool = True) -> Store:
     """The result store (--db, else $ORCHESTRATOR_DB, else ./orchestrator.db)."""
-    return Store(db or default_db_path(), create=create)
+    return Store(store_path(db), create=create)
 
 
 @contextmanager

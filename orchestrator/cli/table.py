@@ -14,13 +14,13 @@ from typing import Annotated, Literal, cast
 
 import typer
 
-from orchestrator.cli.common import echo, make_console, print_table
+from orchestrator.cli.common import echo, make_console, print_table, store_path
 from orchestrator.cli.root import app
 from orchestrator.cli.sweep_plan import not_run_lines
 from orchestrator.errors import StoreError
 from orchestrator.report import speed_view
 from orchestrator.report.table import TableFormat, render
-from orchestrator.store import Store, default_db_path
+from orchestrator.store import Store
 
 SWEEP_HELP = "Sweep id or unique prefix (default: the latest sweep that launched something; see `orchestrator sweeps`)."
 
@@ -60,7 +60,7 @@ def table(
         print_sweeps(_table_format(fmt), db)
         return
     try:
-        with Store(db or default_db_path(), create=False) as store:
+        with Store(store_path(db), create=False) as store:
             record = store.resolve_sweep(sweep)
             results = store.cell_results(record.sweep_id)
             newer = 0 if sweep else next(i for i, r in enumerate(store.list_sweeps()) if r.sweep_id == record.sweep_id)

@@ -142,3 +142,11 @@ def test_run_without_flags_says_what_to_give_and_stores_nothing(tmp_path: Path) 
     assert not isinstance(result.exception, IndexError) and "Traceback" not in result.output
     assert "error: no SGLang flags after `--`" in result.output and "orchestrator run -- --model-path" in result.output
     assert not db.exists()
+
+
+@pytest.mark.parametrize("command", [["table"], ["sweeps"], ["explain"], ["run", "--", "--model-path", "/m"]])
+def test_a_store_path_that_is_a_folder_says_so(tmp_path: Path, command: list[str]) -> None:
+    result = invoke(*command[:1], "--db", str(tmp_path), *command[1:])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"error: the store {tmp_path} is a folder" in result.output, result.output
+    assert f"--db {tmp_path / 'orchestrator.db'}" in result.output
