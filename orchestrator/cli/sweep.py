@@ -25,11 +25,14 @@ from orchestrator.cli.sweep_plan import confirm_cost, not_run_lines
 from orchestrator.cli.sweep_resume import earlier_sweeps, finished_verdicts, foreign_matrix, resume_command
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import effective_deadlines
+from orchestrator.config.where import problem_places, where_lines
+from orchestrator.config.yamlpos import load_yaml
 from orchestrator.errors import ConfigError, HostBusy, OrchestratorError
 from orchestrator.matrix.cost import DEFAULT_MAX_HOURS
 from orchestrator.model import Status
 from orchestrator.report.table import render
 from orchestrator.settings import parse_duration
+from orchestrator.store.results import CellResult
 from orchestrator.sweep.engine import SweepHooks, SweepOptions, run_sweep
 from orchestrator.sweep.execute import RunSettings
 from orchestrator.sweep.interrupt import SweepInterrupted, report_lines
@@ -199,6 +202,7 @@ def sweep(
                 if used == "adaptive":
                     data["adaptive"] = record.settings.get("adaptive")
             json_out.write_text(json.dumps(data, indent=2) + "\n")
+    _say_where_invalid(matrix_path, results)
     if results and all(r.status is Status.INVALID for r in results):
         # A typo in every cell is not a finished sweep: a script or a scheduler must see it fail.
         typer.echo(
@@ -241,3 +245,17 @@ def _pool_of(db: Path | None, resume: str | None) -> list[str]:
     with open_store(db, create=False) as store:
         pool = store.resolve_sweep(resume).settings.get("pool") or []
     return [str(entry["name"]) for entry in pool if isinstance(entry, dict) and "name" in entry]
+
+
+def _say_where_invalid(matrix_path: Path, results: list[CellResult]) -> None:
+    """The matrix lines the invalid cells' reasons point at (as `validate` says them), after the table."""
+    invalid = [r for r in results if r.status is Status.INVALID]
+    if not invalid:
+        return
+    try:
+        doc = load_yaml(matrix_path)
+    except OrchestratorError:  # the file changed or went since the sweep read it: the reasons stand alone
+        return
+    places = [problem_places(doc, r.cell, (r.reason, r.root_cause_line or "")) for r in invalid]
+    for line in where_lines(str(matrix_path), places):
+        echo(line, err=True)

@@ -8,7 +8,6 @@ before the night), and the output says which release, and that the host's own `-
 from __future__ import annotations
 
 import json
-from collections import Counter
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +21,7 @@ from orchestrator.cli.common import echo, exits_on_error, make_console, resolve_
 from orchestrator.cli.root import app
 from orchestrator.config.load import load_matrix
 from orchestrator.config.model import HostConfig, Matrix, effective_deadlines
-from orchestrator.config.where import problem_places
+from orchestrator.config.where import FlagPlace, problem_places, where_lines
 from orchestrator.config.yamlpos import load_yaml
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.matrix.expand import expand
@@ -92,7 +91,8 @@ def validate(
         _print(matrix, plans, source, on_host, cost)
     if not on_host:
         _warn_of_matrix_host(matrix_path, matrix.host, hosts_file)
-    _say_where(matrix_path, [places[plan.cell.cell_id] for plan in invalid])
+    for line in where_lines(str(matrix_path), [places[plan.cell.cell_id] for plan in invalid]):
+        echo(line, err=True)
     if invalid:
         # Always, since issue 20 (`--strict` stays accepted): a typo must stop a script before the night starts.
         typer.echo(
@@ -103,28 +103,10 @@ def validate(
         raise typer.Exit(1)
 
 
-def _places(matrix_path: Path, plans: list[CellPlan]) -> dict[str, list[tuple[str, object, int]]]:
-    """cell id -> (flag as written, value, line) of each flag its problems name: where to fix an invalid cell."""
+def _places(matrix_path: Path, plans: list[CellPlan]) -> dict[str, list[FlagPlace]]:
+    """cell id -> the flag as written, its value and line, of each flag its problems name: where to fix a cell."""
     doc = load_yaml(matrix_path)
-    return {
-        plan.cell.cell_id: [(p.flag, p.value, p.line) for p in problem_places(doc, plan.cell, plan.problems)]
-        for plan in plans
-    }
-
-
-def _say_where(matrix_path: Path, places: list[list[tuple[str, object, int]]]) -> None:
-    """`FILE:LINE: flag (values): N invalid cells` for each place the invalid cells' reasons point at."""
-    cells: Counter[tuple[str, int]] = Counter()
-    values: dict[tuple[str, int], list[str]] = {}
-    for place in places:
-        for flag, value, line in place:
-            cells[flag, line] += 1
-            shown = json.dumps(value) if isinstance(value, bool) else str(value)
-            values.setdefault((flag, line), [])
-            values[flag, line] += [shown] if shown not in values[flag, line] else []
-    for (flag, line), count in cells.items():
-        which = ", ".join(values[flag, line])
-        echo(f"{matrix_path}:{line}: {flag}: {which}: {count} invalid cell{'s' * (count > 1)} (reason above)", err=True)
+    return {plan.cell.cell_id: problem_places(doc, plan.cell, plan.problems) for plan in plans}
 
 
 def _warn_of_matrix_host(matrix_path: Path, name: str | None, hosts_file: Path | None) -> None:
@@ -190,7 +172,7 @@ def _document(
     source: str,
     on_host: bool,
     cost: str,
-    places: dict[str, list[tuple[str, object, int]]],
+    places: dict[str, list[FlagPlace]],
 ) -> dict[str, Any]:
     """`validate --format json`: what was checked against, and each cell's verdict."""
     return {
@@ -208,7 +190,7 @@ def _document(
                 "ok": p.ok,
                 "problems": list(p.problems),
                 "notes": list(p.notes),
-                "where": [{"flag": f, "line": line} for f, _, line in places[p.cell.cell_id]],
+                "where": [{"flag": w.flag, "line": w.line} for w in places[p.cell.cell_id]],
             }
             for p in plans
         ],

@@ -7,6 +7,7 @@ file. The flag is looked up in the parsed document: an axis item holding the cel
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -83,3 +84,21 @@ def problem_places(doc: LoadedYaml, cell: Cell, problems: tuple[str, ...]) -> li
         if place is not None and place not in places:
             places.append(place)
     return places
+
+
+def where_lines(file: str, places: list[list[FlagPlace]]) -> list[str]:
+    """`FILE:LINE: flag: values: N invalid cells (reason above)`, once per place the invalid cells point at."""
+    cells: dict[tuple[str, int], int] = {}
+    values: dict[tuple[str, int], list[str]] = {}
+    for place in places:
+        for found in place:
+            key = (found.flag, found.line)
+            cells[key] = cells.get(key, 0) + 1
+            shown = json.dumps(found.value) if isinstance(found.value, bool) else str(found.value)
+            values.setdefault(key, [])
+            values[key] += [shown] if shown not in values[key] else []
+    return [
+        f"{file}:{line}: {flag}: {', '.join(values[flag, line])}: {count} invalid cell{'s' * (count > 1)} "
+        "(reason above)"
+        for (flag, line), count in cells.items()
+    ]

@@ -102,6 +102,7 @@ def test_a_sweep_whose_every_cell_is_invalid_exits_non_zero(tmp_path: Path) -> N
     )  # fmt: skip
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"error: {path}: every cell is invalid" in result.stderr
+    assert f"{path}:4: attention-backend: flashinfr, trition: 2 invalid cells" in result.stderr  # the line to edit
     assert "Traceback" not in result.stderr
     cells = json.loads(out.read_text())["cells"]
     assert [c["status"] for c in cells] == ["invalid", "invalid"]
