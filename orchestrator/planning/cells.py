@@ -6,6 +6,7 @@ decisions come out, so `validate` and `sweep` reject the same cells for the same
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -56,6 +57,10 @@ def plan_cell(cell: Cell, grammar: FlagGrammar, host_gpus: int) -> CellPlan:
         flags[name] = value
     translation = translate_cell(grammar, flags)
     problems = list(translation.problems)
+    # argparse takes any int; a server given 0 or -1 would fail at startup, after its GPUs were booked.
+    asked = cell.flags.get("tp-size")
+    if isinstance(asked, (int, str)) and not isinstance(asked, bool) and re.fullmatch(r"-?\d+", str(asked).strip()):
+        problems += [f"tp-size {asked} is below 1: a server needs at least one GPU"] if int(asked) < 1 else []
     if cell.tp_size > host_gpus:
         problems.append(f"tp-size {cell.tp_size} needs more GPUs than the host has ({host_gpus})")
     argv = tuple(refs.get(word, word) for word in translation.argv)

@@ -141,3 +141,12 @@ def test_a_missing_help_file_says_how_to_make_one(tmp_path: Path) -> None:
     result = invoke("validate", str(matrix(tmp_path, "triton")), "--against", str(tmp_path / "help.txt"))
     assert result.exit_code == 1 and "No such file or directory" in result.output
     assert "fix: give --against a saved `python -m sglang.launch_server --help > FILE`" in result.output
+
+
+def test_a_tp_size_below_one_is_invalid_before_launch(tmp_path: Path) -> None:
+    # argparse takes any int; a server given --tp-size 0 or -1 fails at startup, after the GPUs were booked.
+    path = tmp_path / "m.yaml"
+    path.write_text("name: t\nflags: {model-path: /m}\nmatrix:\n  tp-size: [0, -1, 2]\n")
+    data = json.loads(invoke("validate", str(path), "--format", "json").stdout)
+    assert [c["ok"] for c in data["cells"]] == [False, False, True]
+    assert "tp-size 0 is below 1" in " ".join(data["cells"][0]["problems"])
