@@ -3,7 +3,8 @@
 Three sources, one shape: the lines a signature row matched (by words, or by an ERROR level); the
 exception lines of tracebacks no row names beyond "a Python exception", placed in a family by their
 structure (exception type, innermost frames; see knowledge/families.py); and nothing else. What the
-server survived (survival.py) is no candidate. A row's category and the traceback's family compete on
+server survived (survival.py) is no candidate, nor vLLM's caught failure to import its CUDA ops on a platform that
+runs on its plugin's kernels (knowledge/platforms.py). A row's category and the traceback's family compete on
 specificity: `KeyError: 'lm_head.weight'` raised in `load_weights` is a checkpoint problem, while
 `CUDA out of memory` raised there is still out of memory.
 """
@@ -21,6 +22,7 @@ from orchestrator.knowledge.kinds import hedges, quotes_another
 from orchestrator.knowledge.lines import parse, strip_ansi
 from orchestrator.knowledge.markers import REQUEST_HANDLER
 from orchestrator.knowledge.patterns import Signature
+from orchestrator.knowledge.platforms import engine_ops_unneeded
 from orchestrator.knowledge.signatures import BY_ID
 from orchestrator.model import Category, Phase
 
@@ -101,10 +103,13 @@ def candidates(evidence: Evidence) -> list[Candidate]:
     found: list[Candidate] = []
     covered: set[int] = set()
     follow_ups = {h.line.line_no for h in evidence.hits if h.signature in BY_ID and BY_ID[h.signature].generic}
+    platform = evidence.resolved.get("platform")
     for hit in evidence.hits:
         cand = _from_hit(evidence, hit)
         if cand is None or _survived(cand, ready, activity, stop):
             continue
+        if engine_ops_unneeded(parse(strip_ansi(hit.line.text)).body, platform):
+            continue  # vLLM's CUDA ops, which a plugin platform (Neuron, TPU, Ascend) runs without: it went on past it
         tb = cand.traceback
         if hit.signature == "traceback" and tb is not None and tb.exception_line is not None \
                 and tb.exception_line.line_no in follow_ups:

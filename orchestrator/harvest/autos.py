@@ -48,6 +48,9 @@ RESOLVED: tuple[Extractor, ...] = (
     _x("Quantization not specified", r"Quantization not specified, default to (\w+)", "quantization"),
     _x("Detected FP8 expert weights", r"expert weights in checkpoint, default to (\w+)", "quantization"),
     _x("Setting page size to", r"Setting page size to (\d+)", "page_size"),
+    # vLLM's platform: an out-of-tree plugin, or a built-in one it detected (vllm/platforms/__init__.py).
+    _x("Platform plugin", r"Platform plugin (\w+) is activated", "platform"),
+    _x("Automatically detected platform", r"Automatically detected platform (\w+)", "platform"),
     _x(
         "_total_num_tokens=",
         r"\b(max_total_num_tokens|chunked_prefill_size|max_prefill_tokens|max_running_requests|context_len)=(\d+)",

@@ -5,7 +5,9 @@ deprecation notice, an HTTP client's report that the server refused its request 
 '422 Unprocessable Entity' for url`, requests' `400 Client Error: ... for url`: the server answered; not the model
 hub refusing a download), `NoneType: None`, what a logger's `exception()` prints where no exception is being
 handled (its message, on the line before, is the statement), and a failure the message itself says the process goes on
-without (SGLang's `Failed to load generation config for <model>: ... Proceeding without generation config.`). A benign
+without (SGLang's `Failed to load generation config for <model>: ... Proceeding without generation config.`;
+transformers' `Some weights of <class> were not initialized from the model checkpoint at <path> and are newly
+initialized: [...]`, its warning that loading went on with those weights fresh). A benign
 line is never fatal and never evidence of a failure, whatever word it holds.
 """
 
@@ -23,6 +25,7 @@ _BENIGN = re.compile(
     r"(?!: https?://(?:huggingface\.co|hf\.co|[\w.\-]*modelscope\.\w+)/)"
     r"|^NoneType: None$"
     r"|(?i:[.;,]\s*(?:proceeding|continuing|going on) without (?:the |a |an |any )?[\w -]{1,40}\.?\s*$)"
+    r"|\bwere not initialized from the model checkpoint\b.{0,300}\band are newly initialized\b"
 )
 
 

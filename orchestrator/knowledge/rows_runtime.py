@@ -108,13 +108,16 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
     sig("host_memory_kill", C.PROCESS_KILLED, 82, r"(?i)killed due to the node running low on memory",
         "running low on memory", any_level=True,
         example="ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."),
-    # A process whose exit status is stated as the kill signal's (-9, or 137 from a shell) was killed: a statement,
+    # A process whose exit status is stated as the kill signal's (-9, or 137 from a shell), or a child that Python's
+    # subprocess says `died with <Signals.SIGKILL: 9>` (or SIGTERM, SIGHUP, SIGINT: CalledProcessError's wording for a
+    # child a signal ended), was killed: a statement,
     # unlike a bare `Killed`; a `(SIGKILL)` that glosses a -9 only explains the code, which decides (SGLang's `exit
     # code: -3 ... If exit code is -9 (SIGKILL), a common cause is ...` names no kill).
     sig("killed_exit_status", C.PROCESS_KILLED, 60,
         r"(?i)\b(?:exit ?code|exitcode|exit status|return ?code|returncode)\s*[:=]?\s*(?:-9|137)\b"
-        r"|\bexit(?:ed)? ?(?:with )?(?:code|status)[:= ]*(?:-9|137)\b",
-        ("xit", "XIT", "eturn"), any_level=True,
+        r"|\bexit(?:ed)? ?(?:with )?(?:code|status)[:= ]*(?:-9|137)\b"
+        r"|\bdied with <Signals\.SIG(?:KILL|TERM|HUP|INT): \d+>",
+        ("xit", "XIT", "eturn", "died with <Signals."), any_level=True,
         example="RuntimeError: Rank 0 scheduler died during initialization (exit code: -9)."),
     sig("killed", C.PROCESS_KILLED, 15,
         r"^Killed\b|\d Killed\s|\bKilled\s*$|\b[Ss]ignal 9\b|(?<!-9 \()SIGKILL",
