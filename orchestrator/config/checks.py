@@ -245,6 +245,22 @@ def _exclude_value(
     return [error_at(doc, where, message, fix)]
 
 
+def _flags_and_axes(doc: LoadedYaml, flags: Mapping[Any, Any], axes: Mapping[Any, Any]) -> list[ConfigError]:
+    """Errors for a flag of `flags:` that an axis (or an axis' bundle) sets too: every cell would drop it."""
+    by_axis: dict[str, str] = {}
+    for name, values in axes.items():
+        bundles = [v for v in _list(values) if isinstance(v, dict) and set(v) != {"secret"}]
+        for flag in {str(k) for b in bundles for k in b} if bundles else {str(name)}:
+            by_axis.setdefault(canonical_name(flag), str(name))
+    errors: list[ConfigError] = []
+    for name in flags:
+        axis = by_axis.get(canonical_name(str(name)))
+        if axis is not None:
+            message = f"{name!r} is set in flags: and by axis {axis!r}: every cell takes the axis' value"
+            errors.append(error_at(doc, ("flags", name), message, f"remove {name!r} from flags:, or the axis"))
+    return errors
+
+
 def matrix_checks(doc: LoadedYaml) -> list[ConfigError]:
     """Every whole-file problem of a matrix document (its top level already known to be a mapping)."""
     data = as_mapping(doc.data)
@@ -255,6 +271,7 @@ def matrix_checks(doc: LoadedYaml) -> list[ConfigError]:
     errors += shell_references(doc, ("env",), as_mapping(data.get("env")), "env")
     errors += shell_references(doc, ("flags",), as_mapping(data.get("flags")), "flag")
     errors += _axes(doc, axes)
+    errors += _flags_and_axes(doc, as_mapping(data.get("flags")), axes)
     errors += _entries(doc, "include", section.get("include"), axes)
     errors += _entries(doc, "exclude", section.get("exclude"), axes)
     errors += known_keys(doc, ("deadlines",), data.get("deadlines"), DEADLINE_NAMES)

@@ -284,3 +284,13 @@ def test_a_wrong_duration_says_its_fix_once(tmp_path: Path) -> None:
         f"{tmp_path / 'matrix.yaml'}:4: deadlines.model_load: not a duration: '30 minutes' "
         "(fix: write e.g. 90s, 30m or 1.5h)"
     )
+
+
+def test_a_flag_set_in_flags_and_by_an_axis_is_an_error(tmp_path: Path) -> None:
+    # Every cell would take the axis' value and drop the flags: one silently, so the user is told which to keep.
+    text = "flags:\n  model-path: /m\n  nsa-decode-backend: fa3\nmatrix:\n  dsa-decode-backend: [flashmla_kv, fa3]\n"
+    error = only_error(write(tmp_path, text))
+    assert error.line == 3 and "'nsa-decode-backend' is set in flags: and by axis 'dsa-decode-backend'" in str(error)
+    bundle = "flags:\n  model-path: /m\n  kv-cache-dtype: bf16\nmatrix:\n"
+    bundle += "  q: [{quantization: fp8, kv-cache-dtype: fp8_e4m3}]\n"
+    assert only_error(write(tmp_path, bundle)).line == 3
