@@ -175,10 +175,11 @@ def _flag_variable(flag: str) -> str:
 
 
 def run_settings(sweep: SweepRecord) -> tuple[Deadlines, ProbeSettings]:
-    """The deadlines and probe settings a sweep stored (defaults for what it did not store)."""
+    """The deadlines and probe settings a sweep stored, as far as this release knows them (defaults for the rest)."""
     stored = sweep.settings or {}
-    deadlines = Deadlines().with_overrides(stored.get("deadlines") or {})
-    return deadlines, ProbeSettings.from_dict(stored.get("probes") or {})
+    deadlines, probes = ({k: v for k, v in dict(stored.get(n) or {}).items() if k in t.__dataclass_fields__}
+                         for n, t in (("deadlines", Deadlines), ("probes", ProbeSettings)))  # fmt: skip
+    return Deadlines().with_overrides(deadlines), ProbeSettings.from_dict(probes)
 
 
 def expected_failure(run: RunRecord) -> tuple[str, str]:

@@ -164,3 +164,16 @@ def test_the_script_refuses_to_start_without_its_secret(swept: tuple[Path, str],
     assert result.returncode == 2
     assert "HF_TOKEN must be set" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_settings_a_store_of_another_release_wrote_are_read_as_far_as_known() -> None:
+    # A sweep stored by another release may name a deadline or probe setting this one does not know:
+    # repro and bugreport use what they know of it, instead of ending in a ValueError traceback.
+    from orchestrator.report.repro import run_settings
+    from tests.store.test_records import make_sweep
+
+    sweep = make_sweep(
+        settings={"deadlines": {"load": 600.0, "model_load": "20m"}, "probes": {"settle_s": 0.5, "x": 1}}
+    )
+    deadlines, probes = run_settings(sweep)
+    assert deadlines.model_load == 1200.0 and probes.settle_s == 0.5
