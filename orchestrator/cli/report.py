@@ -16,7 +16,7 @@ from orchestrator.analysis.render import render_comparison, render_explanation
 from orchestrator.cli.common import check_output_file, echo, exits_on_error, open_store
 from orchestrator.cli.root import app
 from orchestrator.errors import OrchestratorError
-from orchestrator.model import Status
+from orchestrator.model import Phase, Status
 from orchestrator.report.bugreport import render_bugreport
 from orchestrator.report.html import render_html
 from orchestrator.report.speed_view import speeds_of
@@ -145,6 +145,11 @@ def _reportable(run: RunRecord) -> None:
     Rendered anyway, a pass read "SGLang fails at after_decode (healthy)": a wrong issue to file upstream.
     """
     status = run.verdict.status if run.verdict else None
+    if status is Status.INVALID and run.verdict is not None and run.verdict.phase is Phase.PREFLIGHT:
+        raise OrchestratorError(
+            f"run {run.run_id} was rejected before launch: its flags are the matrix's to fix, not an SGLang bug "
+            f"(fix: correct them; `orchestrator validate MATRIX --host {run.host}` checks them)"
+        )
     why = {
         Status.PASS: "passed: there is no failure to report",
         Status.INFRA: "failed for the host or the orchestrator (infra), not for SGLang",
