@@ -127,7 +127,9 @@ def parse_yaml(text: str, file: str) -> LoadedYaml:
             f"malformed YAML: {problem}",
             file=file,
             line=mark.line + 1 if mark else None,
-            fix="check the indentation, the quoting and the `key: value` spacing near this line",
+            fix="indent with spaces: YAML does not allow a tab there"
+            if "'\\t'" in problem
+            else "check the indentation, the quoting and the `key: value` spacing near this line",
         ) from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"malformed YAML: {exc}", file=file, fix="check the file's syntax") from exc

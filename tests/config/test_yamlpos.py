@@ -92,3 +92,9 @@ def test_the_node_tree_and_its_anchors_are_kept_for_rewriting() -> None:
     (_, value_a), (_, value_b), _ = doc.node.value
     assert value_b is value_a and doc.anchor_of[id(value_a)] == "first"
     assert doc.text[value_a.start_mark.index : value_a.end_mark.index] == "&first !!str one"
+
+
+def test_a_tab_in_the_indentation_is_named_as_such() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_yaml("matrix:\n\tattention-backend: [triton]\n", "m.yaml")
+    assert caught.value.line == 2 and "tab" in (caught.value.fix or ""), str(caught.value)
