@@ -213,6 +213,14 @@ def _raw_checks(doc: LoadedYaml, name: str, raw: object) -> list[ConfigError]:
     errors += known_keys(doc, (*at, "deadlines"), raw.get("deadlines"), DEADLINE_NAMES)
     errors += nul_bytes(doc, at, raw)
     errors += _surrogates(doc, at, raw)
+    launchers: list[YamlPath] = [(*at, "launcher")]
+    launchers += [(*at, "installs", i, "launcher") for i in as_mapping(raw.get("installs"))]
+    for path in launchers:
+        given = as_mapping(as_mapping(raw.get("installs")).get(path[2])) if len(path) > 2 else raw
+        if isinstance(given.get("launcher"), str) and not given["launcher"].strip():
+            fix = "write the command that starts SGLang there, e.g. `launcher: /opt/sglang/.venv/bin/python -m "
+            fix += "sglang.launch_server`, or remove the key for `python -m sglang.launch_server` on the PATH"
+            errors.append(error_at(doc, path, "launcher is empty", fix))
     declared = set().union(*envs.values())
     secrets = raw.get("secrets")
     for index, secret in enumerate(secrets if isinstance(secrets, list) else []):

@@ -204,3 +204,10 @@ def test_a_bad_ssh_port_is_named(tmp_path: Path, ssh: str, said: str) -> None:
     (error,) = errors_of(text, tmp_path)
     assert error.line == 2 and said in str(error), str(error)
     assert "ssh: me@gpu-box:22" in (error.fix or "")
+
+
+def test_an_empty_launcher_is_an_error_not_the_default(tmp_path: Path) -> None:
+    # `launcher: ''` would launch `python -m sglang.launch_server` from the PATH: another install than meant.
+    text = "box:\n  ssh: me@gpu-box:22\n  launcher: ''\n  installs:\n    old: {launcher: ' '}\n"
+    errors = errors_of(text, tmp_path)
+    assert [(e.line, "launcher is empty" in str(e)) for e in errors] == [(3, True), (5, True)], [str(e) for e in errors]
