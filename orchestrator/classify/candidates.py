@@ -16,7 +16,13 @@ from dataclasses import dataclass
 
 from orchestrator.classify.phase import traceback_of
 from orchestrator.classify.structure import Shape, shape_of
-from orchestrator.classify.survival import last_activity_line_no, ready_line_no, stop_line_no, survived
+from orchestrator.classify.survival import (
+    last_activity_line_no,
+    ready_line_no,
+    stop_line_no,
+    survived,
+    teardown_line_no,
+)
 from orchestrator.harvest.records import Evidence, Hit, LogLine, TracebackRecord
 from orchestrator.knowledge.kinds import hedges, quotes_another
 from orchestrator.knowledge.lines import parse, strip_ansi
@@ -104,12 +110,17 @@ def candidates(evidence: Evidence) -> list[Candidate]:
     covered: set[int] = set()
     follow_ups = {h.line.line_no for h in evidence.hits if h.signature in BY_ID and BY_ID[h.signature].generic}
     platform = evidence.resolved.get("platform")
+    teardown = teardown_line_no(evidence)
     for hit in evidence.hits:
         cand = _from_hit(evidence, hit)
         if cand is None or _survived(cand, ready, activity, stop):
             continue
         if engine_ops_unneeded(parse(strip_ansi(hit.line.text)).body, platform):
             continue  # vLLM's CUDA ops, which a plugin platform (Neuron, TPU, Ascend) runs without: it went on past it
+        if cand.signature is not None and cand.signature.by_signal and teardown is not None \
+                and hit.line.line_no > teardown:
+            covered.add(hit.line.line_no)  # the server's own teardown killed it: the exit -9 says no more than that
+            continue
         tb = cand.traceback
         if hit.signature == "traceback" and tb is not None and tb.exception_line is not None \
                 and tb.exception_line.line_no in follow_ups:

@@ -11,6 +11,9 @@ rows marked `stop`, and a KeyboardInterrupt or SystemExit traceback) ends the ru
 engine declared dead because it was told to stop, a child that exited on the signal, a cancel that killed the rest)
 is shutdown noise, not a cause. A failure stated before the stop is still one, and a stop before the server was ready
 is no end of a run: the start-up was killed.
+
+A server that tears itself down after a failure (SGLang's kill_process_tree SIGKILLs its own process) exits -9 as
+if killed: a kill stated only by that signal or status after the teardown began is the teardown's, no cause.
 """
 
 from __future__ import annotations
@@ -60,6 +63,13 @@ def stop_line_no(evidence: Evidence, ready: int | None) -> int | None:
         if line is not None and line.line_no > ready and etype is not None and OPERATOR_STOP.search(etype):
             stops.append(line.line_no)
     return min(stops, default=None)
+
+
+def teardown_line_no(evidence: Evidence) -> int | None:
+    """The first line where the server began to kill its own processes after one failed (the signature rows marked
+    `teardown`: SGLang's kill_process_tree and SIGQUIT handler), or None."""
+    return min((h.line.line_no for h in evidence.hits if h.signature in BY_ID and BY_ID[h.signature].teardown),
+               default=None)
 
 
 def survived(line_no: int, *, ready: int | None, activity: int | None, recoverable: bool,

@@ -26,7 +26,7 @@ from typing import Any
 from orchestrator.classify.candidates import Candidate, candidates
 from orchestrator.classify.phase import frame_phase
 from orchestrator.classify.similar import similar_to
-from orchestrator.classify.survival import ready_line_no
+from orchestrator.classify.survival import ready_line_no, teardown_line_no
 from orchestrator.harvest.records import Evidence, LogLine
 from orchestrator.knowledge.lines import parse, strip_ansi, ts_key
 from orchestrator.knowledge.markers import UVICORN_MARKER
@@ -165,7 +165,8 @@ def _decide(evidence: Evidence, outcome: ProbeOutcome | None, cause: Cause | Non
         return _probe_failed(probe, named or cause, outcome)
     if not outcome.reached_ready:
         if cause is not None:
-            if outcome.exit_code in _KILLED_CODES and (cause.generic or cause.category in _VAGUE):
+            if (outcome.exit_code in _KILLED_CODES and (cause.generic or cause.category in _VAGUE)
+                    and teardown_line_no(evidence) is None):  # SGLang's own teardown ends with SIGKILL on itself
                 cause = replace(cause, category=Category.PROCESS_KILLED)
             return _failed(cause, cause.phase or _marker_phase(evidence))
         category = Category.PROCESS_KILLED if outcome.exit_code in _KILLED_CODES else Category.UNKNOWN

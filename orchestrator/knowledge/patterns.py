@@ -31,6 +31,9 @@ class Signature:
     `stop` marks a statement that the process was asked to stop from outside (a signal it received, a job cancelled):
     before the server was ready it is the kill; once the server was ready, the end of the run, and what is logged
     from there on is shutdown noise, not a cause (classify/survival.py).
+    `teardown` marks the server killing its own processes after one failed (SGLang's `kill_process_tree`, its SIGQUIT
+    handler); `by_signal` marks a kill stated only by its signal or exit status (-9, 137, SIGKILL): after a teardown
+    that is the teardown's own kill, not one from outside (classify/candidates.py).
     """
 
     id: str
@@ -47,6 +50,8 @@ class Signature:
     vocabulary: Callable[[str], bool] | None = None
     wraps: bool = False
     stop: bool = False
+    teardown: bool = False
+    by_signal: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
     context_regex: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
@@ -89,6 +94,8 @@ def sig(
     vocabulary: Callable[[str], bool] | None = None,
     wraps: bool = False,
     stop: bool = False,
+    teardown: bool = False,
+    by_signal: bool = False,
 ) -> Signature:
     """A table row (a needle may be given as one string)."""
     return Signature(
@@ -106,4 +113,6 @@ def sig(
         vocabulary,
         wraps,
         stop,
+        teardown,
+        by_signal,
     )

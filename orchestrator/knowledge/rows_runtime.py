@@ -117,11 +117,11 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         r"(?i)\b(?:exit ?code|exitcode|exit status|return ?code|returncode)\s*[:=]?\s*(?:-9|137)\b"
         r"|\bexit(?:ed)? ?(?:with )?(?:code|status)[:= ]*(?:-9|137)\b"
         r"|\bdied with <Signals\.SIG(?:KILL|TERM|HUP|INT): \d+>",
-        ("xit", "XIT", "eturn", "died with <Signals."), any_level=True,
+        ("xit", "XIT", "eturn", "died with <Signals."), any_level=True, by_signal=True,
         example="RuntimeError: Rank 0 scheduler died during initialization (exit code: -9)."),
     sig("killed", C.PROCESS_KILLED, 15,
         r"^Killed\b|\d Killed\s|\bKilled\s*$|\b[Ss]ignal 9\b|(?<!-9 \()SIGKILL",
-        ("Killed", "ignal 9", "SIGKILL"), vocabulary=states_not_guesses,
+        ("Killed", "ignal 9", "SIGKILL"), vocabulary=states_not_guesses, by_signal=True,
         example="Killed"),
     # The scheduler or the platform took the process away for a reason of its own: a job preempted, requeued or lost
     # with its node (Slurm's `CANCELLED AT <time> DUE TO PREEMPTION`), a pod evicted (Kubernetes), a spot instance
@@ -228,8 +228,16 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
          "terminate called", "Quit (", "Bus error (", "Illegal instruction (", "Floating point exception (",
          "Trace/breakpoint trap ("), vocabulary=states_not_guesses,
         example="Fatal Python error: Segmentation fault"),
+    # SGLang tearing itself down after a process failed: its SIGQUIT handler (`Received sigquit from a child process. It
+    # usually means the child failed.`, `SIGQUIT received. ... It usually means one child failed.`) and
+    # kill_process_tree, which logs `kill_process_tree called: parent_pid=N, include_parent=True, pid=N` and ends with
+    # SIGKILL on its own process: the exit -9 a harness then reports is this teardown's, not a kill from outside.
+    sig("own_teardown", C.UNKNOWN, 5,
+        r"Received sigquit from a child|SIGQUIT received|\bkill_process_tree called\b(?!.{0,80}include_parent=False)",
+        ("sigquit", "SIGQUIT", "kill_process_tree called"), generic=True, teardown=True,
+        example="Received sigquit from a child process. It usually means the child failed."),
     sig("child_failed", C.UNKNOWN, 5,
-        r"Received sigquit from a child|SIGQUIT received|Child process unexpectedly failed|Subprocess \S+ \(pid=\d+\) "
+        r"Child process unexpectedly failed|Subprocess \S+ \(pid=\d+\) "
         r"crashed|EngineCore failed to start|Engine core initialization failed|Engine process failed to start"
         r"|WorkerProc (?:hit an exception|failed)|Worker \S+ pid \d+ died|died, exit code|exited unexpectedly"
         r"|scheduler is dead|(?:has|have) died\b|\bis dead\b|exit(?:ed)? (?:with )?(?:code|status)[: =]+[1-9]\d*\b"
@@ -243,11 +251,11 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         r"|\bfailed to (?:start|launch) (?:the )?(?:model |api |inference )?(?:server|engine)\b)"
         r"|\b[Cc]rashed container\b|\bcontainer\b.{0,60}\bcrashed\b|\bCrashLoopBackOff\b"
         r"|Back-off restarting failed container",
-        ("sigquit", "SIGQUIT", "Child process", "crashed", "Crashed", "CrashLoopBackOff", "Back-off restarting",
+        ("Child process", "crashed", "Crashed", "CrashLoopBackOff", "Back-off restarting",
          "failed to start", "ailed to start", "ailed to launch", "failed to come up", "initialization failed",
          "WorkerProc", "died", "exited unexpectedly", "is dead", "is already dead", "exit", "above",
          "unexpectedly exits"), generic=True,
-        example="Received sigquit from a child process. It usually means the child failed."),
+        example="Child process unexpectedly failed with exitcode=1. pid=4242"),
     sig("cuda_error_unnamed", C.UNKNOWN, 25,
         r"(?:CU|HIP)BLAS_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR)|(?:CUDA|HIP) error: (?:unspecified launch failure"
         r"|unknown error)|(?:cuda|hip)ErrorLaunchFailure|CUDA_ERROR_LAUNCH_FAILED",
