@@ -63,7 +63,23 @@ def resolve_host(name: str | None, *, scenario: Path | None, hosts_file: Path | 
         )
     if scenario is not None:
         host = dataclasses.replace(host, scenario=str(scenario))
+    if host.transport == "sim" and host.scenario:
+        _check_scenario(Path(host.scenario), given=scenario is not None)
     return host
+
+
+def _check_scenario(path: Path, *, given: bool) -> None:
+    """A simulated host's scenario, read now: missing or broken, the host's preflight would only see an SGLang
+    that does not say its version, and advise fixing hosts.yaml's launcher."""
+    from orchestrator.sim.scenario import load_scenario
+
+    if given and not path.is_file():
+        raise ConfigError(
+            "--scenario names a file that does not exist" + (" (it is a folder)" if path.is_dir() else ""),
+            file=str(path),
+            fix="give --scenario a scenario YAML (configs/sim/ has examples), or leave it out for the incident's",
+        )
+    load_scenario(path)
 
 
 def unknown_matrix_host(matrix_path: Path, name: str, hosts_file: Path | None) -> ConfigError | None:

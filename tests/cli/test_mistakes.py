@@ -166,3 +166,18 @@ def test_bugreport_of_a_cell_rejected_before_launch_is_refused(tmp_path: Path) -
         store.finish_run(run.run_id, make_outcome(None), None, typo, {})
     line = one_clear_line(invoke("bugreport", run.run_id, "--db", str(db)), f"run {run.run_id} was rejected")
     assert "orchestrator validate" in line
+
+
+def test_a_missing_or_broken_scenario_is_named_before_the_host_is_asked(tmp_path: Path) -> None:
+    # The host's preflight saw only "SGLang does not say its version" and advised fixing hosts.yaml's launcher.
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text("name: t\nhost: sim\nflags: {model-path: /m}\nmatrix:\n  attention-backend: [triton]\n")
+    db = tmp_path / "o.db"
+    missing = tmp_path / "nope.yaml"
+    result = invoke("sweep", str(matrix), "--scenario", str(missing), "--db", str(db), "--yes")
+    assert result.exit_code == 1 and f"error: {missing}: --scenario names a file that does not exist" in result.output
+    broken = tmp_path / "sc.yaml"
+    broken.write_text("version: 0.5.9\nrules:\n  - when: {attention-backend: triton}\n    fail: {at: model_lod}\n")
+    result = invoke("sweep", str(matrix), "--scenario", str(broken), "--db", str(db), "--yes")
+    assert result.exit_code == 1 and f"{broken}:4: rules[0].fail.at: unknown phase 'model_lod'" in result.output
+    assert "launcher" not in result.output and not db.exists()
