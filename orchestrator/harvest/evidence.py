@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import replace
 
 from orchestrator.harvest import autos
 from orchestrator.harvest.prefilter import PREFILTER
@@ -76,6 +77,9 @@ class EvidenceBuilder:
         self._lone: tuple[str, LogLine] | None = None
         """A lone exception line (no traceback, no prefix) whose message may go on over the next lines."""
         self._follow = 0
+        self._head: tuple[str, int] | None = None
+        """A level-prefixed line with no message (`ERROR ... [executor.py:149]`): its level, and how many more indented
+        lines below it may carry its message."""
 
     def feed(self, chunk: bytes) -> None:
         """Take the next bytes of the log."""
@@ -163,6 +167,8 @@ class EvidenceBuilder:
         text = self._masker.text(text[:MAX_LINE_CHARS])
         clean = strip_ansi(text)
         p = parse(clean)
+        if self._head is not None:
+            p = self._under_head(p)
         if p.ts:
             self._ts = p.ts
         line = LogLine(text, line_no, p.ts or self._ts)
@@ -184,6 +190,8 @@ class EvidenceBuilder:
         if self._continue_lone(p, message, tb, clean):
             return
         if not message:
+            if p.level is not None and tb is None and not self._tbs.active:
+                self._head, self._lone, self._follow = (p.level, LONE_CONTINUATION_LINES), None, 1
             return
         self._facts(message)
         continuing = self._tbs.role == "message"
@@ -220,6 +228,19 @@ class EvidenceBuilder:
             self._hit(TRACEBACK_ROW, line, False, tb)
         if leads and tb is None and not p.prefixed and not indented and not warning:
             self._lone, self._follow = (message, line), LONE_CONTINUATION_LINES
+
+    def _under_head(self, p: Parsed) -> Parsed:
+        """A line under a level prefix that had no message: a logger (or a paste of its output) that put the message on
+        the lines below, indented. Those lines are the message, at the prefix's level, not code or a wrapped tail."""
+        assert self._head is not None
+        level, left = self._head
+        self._head = None
+        under = not p.prefixed and p.body[:1] in (" ", "\t") and bool(p.body.strip()) and not self._tbs.active
+        if under and left > 1:
+            self._head = (level, left - 1)
+        else:
+            self._follow = 0
+        return replace(p, body=p.body.strip(), level=level) if under else p
 
     def _continue_lone(self, p: Parsed, message: str, tb: OpenTraceback | None, clean: str) -> bool:
         """An exception stated on its own (no traceback, no prefix) whose message a paste or a wrapping logger carried
