@@ -246,11 +246,15 @@ def _exclude_value(
 
 
 def _flags_and_axes(doc: LoadedYaml, flags: Mapping[Any, Any], axes: Mapping[Any, Any]) -> list[ConfigError]:
-    """Errors for a flag of `flags:` that an axis (or an axis' bundle) sets too: every cell would drop it."""
+    """Errors for a flag of `flags:` that an axis sets in every cell (each of its values, or each of its bundles):
+    no cell would keep the `flags:` value. One that only some bundles set is their override of a default: fine."""
     by_axis: dict[str, str] = {}
     for name, values in axes.items():
-        bundles = [v for v in _list(values) if isinstance(v, dict) and set(v) != {"secret"}]
-        for flag in {str(k) for b in bundles for k in b} if bundles else {str(name)}:
+        each = [
+            {str(k) for k in v} if isinstance(v, dict) and set(v) != {"secret"} else {str(name)}
+            for v in _list(values)
+        ]
+        for flag in set.intersection(*each) if each else set():
             by_axis.setdefault(canonical_name(flag), str(name))
     errors: list[ConfigError] = []
     for name in flags:

@@ -294,3 +294,12 @@ def test_a_flag_set_in_flags_and_by_an_axis_is_an_error(tmp_path: Path) -> None:
     bundle = "flags:\n  model-path: /m\n  kv-cache-dtype: bf16\nmatrix:\n"
     bundle += "  q: [{quantization: fp8, kv-cache-dtype: fp8_e4m3}]\n"
     assert only_error(write(tmp_path, bundle)).line == 3
+
+
+def test_a_flag_that_only_some_bundles_set_keeps_its_flags_value_as_the_default(tmp_path: Path) -> None:
+    # flags: is the default; a bundle that sets the flag overrides it for its cells, the others keep it.
+    text = "flags:\n  model-path: /m\n  kv-cache-dtype: bf16\nmatrix:\n"
+    text += "  q: [{quantization: fp8, kv-cache-dtype: fp8_e4m3}, {quantization: w8a8_fp8}]\n"
+    matrix = load_matrix(write(tmp_path, text))
+    kv = sorted(str(c.flags.get("kv-cache-dtype")) for c in expand(matrix))
+    assert kv == ["bf16", "fp8_e4m3"]
