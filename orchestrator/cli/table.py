@@ -65,8 +65,7 @@ def table(
             results = store.cell_results(record.sweep_id)
             newer = 0 if sweep else next(i for i, r in enumerate(store.list_sweeps()) if r.sweep_id == record.sweep_id)
     except StoreError as exc:
-        hint = " (fix: `orchestrator sweeps` lists the store's sweeps)" if "no sweep matches" in str(exc) else ""
-        typer.echo(f"error: {exc}{hint}", err=True)
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
     if fmt == "html":
         from orchestrator.report.html import render_html

@@ -284,6 +284,9 @@ class StoreFile:
         if len(rows) == 1:
             return rows[0]
         if not rows:
-            raise StoreError(f"no {kind} matches {ref!r} in {self.path}")
+            where = {"sweep": "`orchestrator sweeps` lists them", "run": "`orchestrator table SWEEP --format json` "
+                     "gives each cell's run_id"}.get(kind, "")  # fmt: skip
+            fix = f" (fix: {where})" if where else ""
+            raise StoreError(f"no {kind} matches {ref!r} in {self.path}{fix}")
         shown = ", ".join(r[key] for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
         raise StoreError(f"{kind} id {ref!r} is ambiguous: it matches {shown}")

@@ -74,6 +74,7 @@ def test_a_missing_store_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mo
 def test_an_unknown_or_ambiguous_sweep_is_a_clear_error(db: Path) -> None:
     unknown = invoke(["s-1999", "--db", str(db)])
     assert unknown.exit_code == 1 and "no sweep matches 's-1999'" in unknown.output
+    assert "(fix: `orchestrator sweeps` lists them)" in unknown.output
     ambiguous = invoke(["s-2026", "--db", str(db)])
     assert ambiguous.exit_code == 1 and "ambiguous" in ambiguous.output
 

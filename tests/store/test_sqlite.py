@@ -156,7 +156,7 @@ def test_sweep_resolution(store: Store) -> None:
     assert store.resolve_sweep("s-20261203-090000-aab").sweep_id == "s-20261203-090000-aabb"
     with pytest.raises(StoreError, match="ambiguous: it matches s-20261203-090000-aaaa, s-20261203-090000-aabb"):
         store.resolve_sweep("s-20261203")
-    with pytest.raises(StoreError, match="no sweep matches"):
+    with pytest.raises(StoreError, match=r"no sweep matches .* \(fix: `orchestrator sweeps` lists them\)"):
         store.resolve_sweep("s-1999")
     with pytest.raises(StoreError, match="empty"):
         store.resolve_sweep("")
