@@ -261,6 +261,12 @@ RUNTIME_ROWS: tuple[Signature, ...] = (
         r"|unknown error)|(?:cuda|hip)ErrorLaunchFailure|CUDA_ERROR_LAUNCH_FAILED",
         ("BLAS_STATUS_", "CUDA error: ", "HIP error: ", "ErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED"),
         example="RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx(...)`"),
+    # Any other CUDA/HIP runtime error stated (`CUDA error: invalid device ordinal`, as torch's C10_CUDA_CHECK and the
+    # runtime's own messages print it), with or without an exception or a level around it: the device failed, though
+    # the reason names no category of its own. The rows of named reasons (an illegal access, a device assert, no
+    # kernel image, out of memory) outrank it.
+    sig("cuda_error_stated", C.UNKNOWN, 11, r"\b(?:CUDA|HIP) error: \w", ("CUDA error: ", "HIP error: "),
+        any_level=True, example="CUDA error: invalid device ordinal"),
     sig("cann_error_code", C.UNKNOWN, 13, r"^E[A-Z0-9]\d{4}: \[PID: \d+\]", "[PID: ",
         example="EE1001: [PID: 2337] 2025-04-29-08:20:47.065.474 The argument is invalid."),
 )

@@ -16,6 +16,12 @@ TB = ['Traceback (most recent call last):', '  File "/app/x.py", line 3, in main
 @pytest.mark.parametrize(
     ("lines", "category", "root"),
     [
+        # A CUDA or HIP runtime error stated with no exception and no level around it: the device failed (unknown,
+        # as its reason names no category); with a level at WARNING or INFO too (a level is no veto).
+        (["CUDA error: invalid device ordinal"], C.UNKNOWN, 0),
+        (["[rank3]: HIP error: invalid device ordinal"], C.UNKNOWN, 0),
+        (["INFO 01-02 03:04:05 [worker.py:88] CUDA error: operation not supported on global/shared address space"],
+         C.UNKNOWN, 0),
         # argparse ends the program whatever the indentation of a paste.
         (["    launch_server.py: error: unrecognized arguments: --speculative-model [ngram] --tp-size 2"],
          C.INVALID_ARGUMENT, 0),
