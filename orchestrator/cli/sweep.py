@@ -134,6 +134,9 @@ def sweep(
 
             def started(sweep_id: str) -> None:
                 said.append(sweep_id)
+                if not resume and progress.valid == 0:  # nothing will launch: no Ctrl-C to offer, nothing to resume
+                    console.print(f"sweep {sweep_id} recorded; no cell to launch", markup=False, highlight=False)
+                    return
                 console.print(
                     f"sweep {sweep_id} {'resumed' if resume else 'started'}; Ctrl-C stops it cleanly, "
                     f"and `{resume_with(sweep_id)}` finishes it",

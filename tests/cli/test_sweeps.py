@@ -48,6 +48,8 @@ def morning(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     typo.write_text(MATRIX.format(backends="flashinfr, trition"))
     invalid = orchestrator("sweep", str(typo), "--host", "simhost", "--hosts", str(hosts), db=db)
     assert invalid.returncode == 1 and "every cell is invalid" in invalid.stderr, invalid.stderr
+    # Nothing launched: no Ctrl-C or --resume to offer.
+    assert "no cell to launch" in invalid.stdout and "--resume" not in invalid.stdout, invalid.stdout
     return {"db": db, "night": night_id, "run": one["sweep_id"], "failing_run": run_id}
 
 
