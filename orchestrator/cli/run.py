@@ -48,12 +48,12 @@ def run(
     as_json = json_wanted(as_json, fmt)
     console = make_console(stderr=as_json)
     with exits_on_error():
+        host_config = resolve_host(host, scenario=scenario, hosts_file=hosts_file)  # a broken hosts.yaml first
         if not argv:
             raise OrchestratorError(
                 "no SGLang flags after `--`: there is nothing to launch (fix: the flags as SGLang takes them, e.g. "
                 "`orchestrator run -- --model-path /models/M --tp-size 8`)"
             )
-        host_config = resolve_host(host, scenario=scenario, hosts_file=hosts_file)
         matrix = one_cell_matrix(host_config, argv)
         options = SweepOptions(packed=False, settings=RunSettings(Deadlines().with_overrides(host_config.deadlines)))
         simulated = host_config.transport == "sim"
