@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from orchestrator.cli import app
-from orchestrator.model import Category, Phase, Status
+from orchestrator.model import Category, Phase, ProbeOutcome, Status, Verdict
 from orchestrator.store import Store
 from tests.paths import REPO
 from tests.store.test_records import make_cell, make_outcome, make_run, make_sweep, make_verdict
@@ -22,15 +22,16 @@ def invoke(*args: str) -> Result:
     return CliRunner().invoke(app, list(args))
 
 
-def fill(db: Path) -> None:
-    """A one-cell sweep without installs."""
+def fill(db: Path, verdict: Verdict | None = None, outcome: ProbeOutcome | None = None) -> str:
+    """A one-cell sweep without installs, its one run finished with `verdict` (a failure by default): its run id."""
     with Store(db) as store:
         store.create_sweep(SWEEP)
         cell = make_cell()
         store.save_cells(SWEEP.sweep_id, [cell])
         run = make_run(cell)
         store.create_run(run)
-        store.finish_run(run.run_id, make_outcome(), None, make_verdict(), {})
+        store.finish_run(run.run_id, outcome or make_outcome(), None, verdict or make_verdict(), {})
+    return run.run_id
 
 
 def one_clear_line(result: Result, *needles: str) -> str:
@@ -156,15 +157,9 @@ def test_a_store_path_that_is_a_folder_says_so(tmp_path: Path, command: list[str
 def test_bugreport_of_a_cell_rejected_before_launch_is_refused(tmp_path: Path) -> None:
     # A flag the tool's own check rejected (a typo in the matrix) is the user's to fix, not an SGLang issue.
     db = tmp_path / "o.db"
-    with Store(db) as store:
-        store.create_sweep(SWEEP)
-        cell = make_cell()
-        store.save_cells(SWEEP.sweep_id, [cell])
-        run = make_run(cell)
-        store.create_run(run)
-        typo = make_verdict(Status.INVALID, phase=Phase.PREFLIGHT, category=Category.INVALID_ARGUMENT)
-        store.finish_run(run.run_id, make_outcome(None), None, typo, {})
-    line = one_clear_line(invoke("bugreport", run.run_id, "--db", str(db)), f"run {run.run_id} was rejected")
+    typo = make_verdict(Status.INVALID, phase=Phase.PREFLIGHT, category=Category.INVALID_ARGUMENT)
+    run_id = fill(db, typo, make_outcome(None))
+    line = one_clear_line(invoke("bugreport", run_id, "--db", str(db)), f"run {run_id} was rejected")
     assert "orchestrator validate" in line
 
 
